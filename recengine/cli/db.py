@@ -1,0 +1,27 @@
+"""``recengine db upgrade``: create or migrate the schema."""
+
+from __future__ import annotations
+
+import click
+
+from recengine.cli.context import CliContext
+from recengine.storage.migrate import current_revision, upgrade
+
+
+@click.group()
+def db() -> None:
+    """Database schema commands."""
+
+
+@db.command("upgrade")
+@click.pass_obj
+def upgrade_command(ctx: CliContext) -> None:
+    """Create the schema, or migrate it to this version's (safe to run again)."""
+    before = current_revision(ctx.engine)
+    upgrade(ctx.engine)
+    after = current_revision(ctx.engine)
+    where = ctx.engine.url.render_as_string(hide_password=True)
+    if before == after:
+        click.echo(f"schema of {where} is current (revision {after})")
+    else:
+        click.echo(f"schema of {where} upgraded: {before or 'empty'} -> {after}")

@@ -1,0 +1,89 @@
+"""``recengine ingest FILE``: upsert articles from JSON Lines, CSV or TSV."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from recengine.cli import reindex as reindex_cmd
+from recengine.cli.context import CliContext
+from recengine.errors import InvalidRecord
+from recengine.pipeline.ingest import Ingester, IngestSummary
+from recengine.pipeline.readers import Format, read_file
+
+SHOWN_REJECTIONS = 20
+
+
+@click.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "csv", "tsv"]),
+    default=None,
+    help="Input format (default: from the file extension).",
+)
+@click.option(
+    "--columns",
+    default=None,
+    help="Column names of a headerless CSV/TSV, comma-separated (e.g. id,title,content).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "--reindex/--no-reindex",
+    default=True,
+    show_default=True,
+    help="Fit the first IDF model right away when the database has none yet.",
+)
+@click.pass_obj
+def ingest(
+    ctx: CliContext,
+    file: Path,
+    fmt: Format | None,
+    columns: str | None,
+    as_json: bool,
+    reindex: bool,
+) -> None:
+    """Upsert the articles of FILE by their id.
+
+    Bad records are reported with their line number and skipped; the rest go in, one
+    transaction per batch. Exit status 1 when any record was rejected.
+    """
+    names = [c.strip() for c in columns.split(",")] if columns else None
+    ingester = Ingester(ctx.factory, ctx.featurizer)
+    try:
+        summary = ingester.ingest_raw(
+            read_file(file, fmt, ctx.settings.ingest.max_record_bytes, names)
+        )
+    except UnicodeDecodeError as exc:
+        raise InvalidRecord(f"{file}: not UTF-8 ({exc.reason})") from None
+    _print(summary, file, as_json)
+    if summary.features_pending and reindex:
+        click.echo("no IDF model yet: fitting the first one on the stored articles", err=True)
+        reindex_cmd.run(ctx)
+    elif summary.features_pending:
+        click.echo(
+            f"{summary.features_pending} articles wait for features: run `recengine reindex`",
+            err=True,
+        )
+    if summary.rejected:
+        sys.exit(1)
+
+
+def _print(summary: IngestSummary, file: Path, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(summary.as_dict(), ensure_ascii=False))
+        return
+    click.echo(
+        f"{file}: read {summary.read}, inserted {summary.inserted}, updated {summary.updated}, "
+        f"unchanged {summary.unchanged}, rejected {summary.rejected}"
+        + (f", superseded in file {summary.superseded}" if summary.superseded else "")
+    )
+    for r in summary.rejections[:SHOWN_REJECTIONS]:
+        where = f"line {r.line}" + (f" (id {r.id})" if r.id else "")
+        click.echo(f"  rejected {where}: {r.reason}", err=True)
+    if summary.rejected > SHOWN_REJECTIONS:
+        click.echo(f"  ... and {summary.rejected - SHOWN_REJECTIONS} more rejected", err=True)

@@ -1,0 +1,194 @@
+"""One settings object for the whole engine, read in one place.
+
+Precedence, lowest first:
+
+1. shipped defaults: ``config/defaults.toml`` (packaged as ``recengine/defaults.toml``);
+2. the TOML file named by ``RECENGINE_CONFIG``;
+3. ``RECENGINE_*`` environment variables (nested with ``__``: ``RECENGINE_FEATURES__HAMMING_K=4``);
+4. keyword arguments, which is how tests pass settings directly.
+
+Nothing here runs at import time: :func:`load_settings` is called by the edges (CLI, app factory).
+A bad value raises :class:`recengine.errors.ConfigError` naming the setting.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from recengine.errors import ConfigError
+
+ENV_PREFIX = "RECENGINE_"
+CONFIG_ENV = "RECENGINE_CONFIG"
+
+
+def defaults_path() -> Path:
+    """The shipped defaults file: inside the wheel, or ``config/`` of a source checkout."""
+    packaged = Path(__file__).with_name("defaults.toml")
+    if packaged.exists():
+        return packaged
+    return Path(__file__).resolve().parents[1] / "config" / "defaults.toml"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TokenizerSettings(_Section):
+    backend: Literal["rjieba", "jieba"] = "rjieba"
+    hmm: bool = False
+    stopwords: str = "builtin"
+    user_dict: str = ""
+    drop_pos: tuple[str, ...] = ("x", "c", "u", "d", "p", "t", "m", "f", "r")
+    min_cjk_chars: int = Field(default=2, ge=1, le=8)
+
+
+class FeatureSettings(_Section):
+    simhash_bits: Literal[64] = 64
+    simhash_top_n: int = Field(default=20, ge=1, le=100_000)
+    vector_max_terms: int = Field(default=128, ge=1, le=100_000)
+    hamming_k: int = Field(default=3, ge=0, le=31)
+
+
+class IngestSettings(_Section):
+    max_record_bytes: int = Field(default=2_000_000, ge=1_000)
+    batch_size: int = Field(default=500, ge=1, le=100_000)
+    naive_timezone: str = "UTC"
+
+    @field_validator("naive_timezone")
+    @classmethod
+    def _zone_exists(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {value!r}") from exc
+        return value
+
+
+class Settings(BaseSettings):
+    """Every setting of a deployment. Frozen: build a new one with ``model_copy(update=...)``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+
+    data_dir: Path = Path("recengine-data")
+    database_url: str = ""
+    api_key: str = ""
+    allow_open_writes: bool = False
+    tokenizer: TokenizerSettings = TokenizerSettings()
+    features: FeatureSettings = FeatureSettings()
+    ingest: IngestSettings = IngestSettings()
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        if value and "://" not in value:
+            raise ValueError("must be a SQLAlchemy URL such as sqlite:///path.db")
+        return value
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The configured URL, or a SQLite file in ``data_dir`` when none is set."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'recengine.db').resolve()}"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Files are merged before pydantic sees them (see load_settings), so only init and env
+        # sources are used here: init (tests, load_settings) wins over the environment.
+        return (init_settings, env_settings)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file {path} does not exist") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _env_keys(environ: dict[str, str]) -> set[tuple[str, ...]]:
+    """Setting paths given by RECENGINE_* variables (they beat the files)."""
+    keys = set()
+    for name in environ:
+        if name.startswith(ENV_PREFIX) and name != CONFIG_ENV:
+            keys.add(tuple(name[len(ENV_PREFIX) :].lower().split("__")))
+    return keys
+
+
+def _drop(data: dict[str, Any], paths: set[tuple[str, ...]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if (key,) in paths:
+            continue
+        if isinstance(value, dict):
+            nested = {p[1:] for p in paths if len(p) > 1 and p[0] == key}
+            value = _drop(value, nested)
+        out[key] = value
+    return out
+
+
+def load_settings(overrides: dict[str, Any] | None = None) -> Settings:
+    """Read defaults, the override file and the environment into one validated object.
+
+    Args:
+        overrides: values that beat every other source (tests, CLI options).
+
+    Raises:
+        ConfigError: a file is missing or malformed, or a value is invalid; the message names
+            the setting, e.g. ``features.hamming_k: Input should be less than or equal to 31``.
+    """
+    env = dict(os.environ)
+    data = _read_toml(defaults_path())
+    if env.get(CONFIG_ENV):
+        data = _merge(data, _read_toml(Path(env[CONFIG_ENV])))
+    # Environment variables beat files: remove what they set from the file data, and let
+    # pydantic-settings read them (it parses nested names and JSON lists).
+    data = _drop(data, _env_keys(env))
+    data = _merge(data, overrides or {})
+    try:
+        return Settings(**data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None
+
+
+def _describe(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "settings"
+        problems.append(f"{where}: {error['msg']}")
+    return "invalid settings: " + "; ".join(problems)

@@ -1,0 +1,39 @@
+"""Domain exceptions. No HTTP status codes here: only ``web/errors.py`` maps them to responses."""
+
+from __future__ import annotations
+
+
+class RecengineError(Exception):
+    """Base of every error recengine raises on purpose; ``code`` is a stable machine name."""
+
+    code = "error"
+
+
+class ConfigError(RecengineError):
+    """A setting is missing or invalid; the message names it."""
+
+    code = "invalid_config"
+
+
+class InvalidRecord(RecengineError):
+    """An input article record cannot be accepted (missing id, empty text, bad date, too large)."""
+
+    code = "invalid_record"
+
+
+class NotFound(RecengineError):
+    """The article (or other object) asked for does not exist or was deleted."""
+
+    code = "not_found"
+
+
+class SchemaOutOfDate(RecengineError):
+    """The database schema is missing or older than this code; run ``recengine db upgrade``."""
+
+    code = "schema_out_of_date"
+
+
+class ModelMissing(RecengineError):
+    """No IDF model has been fitted yet: run ``recengine reindex``."""
+
+    code = "model_missing"

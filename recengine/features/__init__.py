@@ -1,0 +1,1 @@
+"""Features layer: words -> TF-IDF vectors and 64-bit fingerprints. Takes tokens, not raw text."""

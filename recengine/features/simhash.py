@@ -1,0 +1,105 @@
+"""64-bit weighted simhash (Charikar 2002; Manku, Jain & Das Sarma, WWW 2007) and Hamming distance.
+
+For a document with features f_j of weight w_j and 64-bit hashes h_j::
+
+    s_i = sum_j (+w_j if bit i of h_j is 1 else -w_j)      for i = 0..63
+    fingerprint bit i = 1  iff  s_i > 0
+
+Bit i is ``(h >> i) & 1``. Documents whose fingerprints differ in few bits share most of their
+heavy features. The batch version computes all ``s`` at once as a ``(features, 64)`` matrix of
++-1 signs scaled by the weights and summed per document; it equals the plain per-feature loop
+bit for bit (``tests/test_simhash.py``) and the PyPI ``simhash`` package given the same hashes
+and weights (``bench/features.py``).
+
+Array contracts: feature hashes ``uint64``, weights ``float32``/``float64``, fingerprints
+``uint64 (n,)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+BITS = 64
+_CHUNK_FEATURES = 65_536  # features per matrix step: bounds memory at 65536 * 64 * 4 bytes
+_POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def simhash_many(
+    hashes: Sequence[npt.NDArray[np.uint64]], weights: Sequence[npt.NDArray[np.floating]]
+) -> npt.NDArray[np.uint64]:
+    """Fingerprints of many documents at once.
+
+    Args:
+        hashes: per document, ``uint64 (m_i,)`` feature hashes.
+        weights: per document, ``(m_i,)`` feature weights (same length as its hashes).
+
+    Returns:
+        ``uint64 (n,)`` fingerprints; a document with no features gets 0.
+
+    Raises:
+        ValueError: the two sequences or one document's arrays differ in length.
+    """
+    if len(hashes) != len(weights):
+        raise ValueError(f"{len(hashes)} hash arrays but {len(weights)} weight arrays")
+    sizes = np.fromiter((len(h) for h in hashes), dtype=np.int64, count=len(hashes))
+    if any(len(h) != len(w) for h, w in zip(hashes, weights, strict=True)):
+        raise ValueError("each document needs one weight per feature hash")
+    out = np.zeros(len(hashes), dtype=np.uint64)
+    if sizes.sum() == 0:
+        return out
+    all_hashes = np.concatenate([np.asarray(h, dtype=np.uint64) for h in hashes])
+    # float32 first: sums of float32 values of similar magnitude are exact in float64, so the
+    # result does not depend on summation order (batch == per-feature loop, bit for bit).
+    all_weights = np.concatenate([np.asarray(w, dtype=np.float32) for w in weights]).astype(
+        np.float64
+    )
+    owner = np.repeat(np.arange(len(hashes)), sizes)  # sorted: documents are contiguous
+    sums = np.zeros((len(hashes), BITS), dtype=np.float64)
+    for start in range(0, len(all_hashes), _CHUNK_FEATURES):
+        stop = start + _CHUNK_FEATURES
+        chunk_owner = owner[start:stop]
+        firsts = np.flatnonzero(np.r_[True, chunk_owner[1:] != chunk_owner[:-1]])
+        signed = _signed(all_hashes[start:stop], all_weights[start:stop])
+        sums[chunk_owner[firsts]] += np.add.reduceat(signed, firsts, axis=0)
+    bits = (sums > 0).astype(np.uint8)
+    packed = np.packbits(bits, axis=1, bitorder="little")  # (n, 8): byte k holds bits 8k..8k+7
+    out[:] = packed.view("<u8").ravel()
+    return out
+
+
+def _signed(
+    hashes: npt.NDArray[np.uint64], weights: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """``(m, 64)``: +w where the hash bit is 1, -w where it is 0."""
+    bits = np.unpackbits(
+        hashes.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little"
+    )
+    return (bits.astype(np.float64) * 2.0 - 1.0) * weights[:, None]
+
+
+def simhash(hashes: npt.NDArray[np.uint64], weights: npt.NDArray[np.floating]) -> int:
+    """The fingerprint of one document, as a Python int in ``[0, 2**64)``."""
+    return int(simhash_many([hashes], [weights])[0])
+
+
+def hamming(a: int, b: int) -> int:
+    """Number of differing bits of two 64-bit fingerprints."""
+    return (a ^ b).bit_count()
+
+
+def hamming_many(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]:
+    """Element-wise Hamming distance of ``uint64`` arrays (broadcasting), ``uint8`` result."""
+    x = np.bitwise_xor(np.asarray(a, dtype=np.uint64), np.asarray(b, dtype=np.uint64))
+    if hasattr(np, "bitwise_count"):  # numpy >= 2.0
+        counts: npt.NDArray[np.uint8] = np.bitwise_count(x)
+        return counts
+    return _popcount(x)
+
+
+def _popcount(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]:
+    as_bytes = np.ascontiguousarray(x).view(np.uint8).reshape(*x.shape, 8)
+    counts: npt.NDArray[np.uint8] = _POPCOUNT8[as_bytes].sum(axis=-1, dtype=np.uint8)
+    return counts

@@ -1,0 +1,226 @@
+"""TF-IDF: an IDF model fitted on the stored corpus, and sparse unit-length document vectors.
+
+Formulas (the smoothed IDF of scikit-learn's ``TfidfTransformer(smooth_idf=True)``)::
+
+    idf(t) = ln((1 + N) / (1 + df(t))) + 1        N documents, df(t) documents containing t
+    tf(t, d) = count of t in d                     (or 1 + ln(count) with sublinear_tf)
+    w(t, d) = tf(t, d) * idf(t), then the vector is cut to its ``max_terms`` largest weights
+              and divided by its L2 norm, so that the inner product of two vectors is their cosine.
+
+The "+1" inside the fraction acts as one extra document containing every term, so no idf is
+infinite or zero; the "+1" outside keeps terms present in every document from vanishing.
+
+Unknown terms (first seen after the last fit, e.g. in an article ingested between reindexes) get
+``idf = ln(1 + N) + 1``, the value of a term with ``df = 0``: a brand-new word is as specific as a
+word can be. The next reindex refits the model with them counted.
+
+Ties in weight are broken by the term's 64-bit hash (ascending), so the kept terms and their
+order are deterministic on every machine and engine.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
+
+from recengine.features.hashing import TermHasher
+
+
+@dataclass(frozen=True, eq=False)
+class SparseVector:
+    """One document's TF-IDF vector, largest weight first.
+
+    Attributes:
+        terms: the kept terms, ``(m,)``.
+        hashes: ``uint64 (m,)`` their :func:`~recengine.features.hashing.term_hash`.
+        weights: ``float32 (m,)``, non-increasing, L2 norm 1 (all zero when ``m == 0``).
+    """
+
+    terms: tuple[str, ...]
+    hashes: npt.NDArray[np.uint64]
+    weights: npt.NDArray[np.float32]
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def to_bytes(self) -> bytes:
+        """Compact form: ``<u4 m``, ``m`` x ``<u8`` hashes, ``m`` x ``<f4`` weights, terms."""
+        terms = "\n".join(self.terms).encode("utf-8")
+        return b"".join(
+            (
+                struct.pack("<I", len(self.terms)),
+                self.hashes.astype("<u8").tobytes(),
+                self.weights.astype("<f4").tobytes(),
+                terms,
+            )
+        )
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> SparseVector:
+        (m,) = struct.unpack_from("<I", blob)
+        hashes = np.frombuffer(blob, dtype="<u8", count=m, offset=4).astype(np.uint64)
+        weights = np.frombuffer(blob, dtype="<f4", count=m, offset=4 + 8 * m).astype(np.float32)
+        text = blob[4 + 12 * m :].decode("utf-8")
+        terms = tuple(text.split("\n")) if m else ()
+        if len(terms) != m:
+            raise ValueError(f"corrupt vector: {m} weights but {len(terms)} terms")
+        return cls(terms, hashes, weights)
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(zip(self.terms, self.weights.tolist(), strict=True))
+
+
+EMPTY_VECTOR = SparseVector((), np.zeros(0, np.uint64), np.zeros(0, np.float32))
+
+
+@dataclass(frozen=True, eq=False)
+class IdfModel:
+    """Document frequencies of a corpus; ``idf`` follows the formula of the module docstring.
+
+    Attributes:
+        n_docs: documents the model was fitted on.
+        df: term -> number of those documents containing it.
+    """
+
+    n_docs: int
+    df: Mapping[str, int] = field(repr=False)
+
+    @cached_property
+    def unknown_idf(self) -> float:
+        """The idf of a term no fitted document contains (df = 0)."""
+        return math.log(1 + self.n_docs) + 1.0
+
+    @cached_property
+    def idf_table(self) -> dict[str, float]:
+        """term -> idf; unknown terms read as :attr:`unknown_idf` (no KeyError)."""
+        n1 = 1 + self.n_docs
+        return _IdfTable(
+            {t: math.log(n1 / (1 + d)) + 1.0 for t, d in self.df.items()}, self.unknown_idf
+        )
+
+    def idf(self, term: str) -> float:
+        return self.idf_table[term]
+
+    def to_bytes(self) -> bytes:
+        """zlib-compressed: ``<u8 n_docs``, ``<u4 terms``, df as ``<u4``, then the terms."""
+        terms = sorted(self.df)
+        counts = np.fromiter((self.df[t] for t in terms), dtype="<u4", count=len(terms))
+        body = b"".join(
+            (
+                struct.pack("<QI", self.n_docs, len(terms)),
+                counts.tobytes(),
+                "\n".join(terms).encode("utf-8"),
+            )
+        )
+        return zlib.compress(body, 6)
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> IdfModel:
+        body = zlib.decompress(blob)
+        n_docs, n_terms = struct.unpack_from("<QI", body)
+        counts = np.frombuffer(body, dtype="<u4", count=n_terms, offset=12)
+        text = body[12 + 4 * n_terms :].decode("utf-8")
+        terms = text.split("\n") if n_terms else []
+        if len(terms) != n_terms:
+            raise ValueError(f"corrupt IDF model: {n_terms} counts but {len(terms)} terms")
+        return cls(n_docs=n_docs, df=dict(zip(terms, counts.tolist(), strict=True)))
+
+
+class _IdfTable(dict[str, float]):
+    def __init__(self, values: dict[str, float], unknown: float) -> None:
+        super().__init__(values)
+        self.unknown = unknown
+
+    def __missing__(self, term: str) -> float:
+        return self.unknown
+
+
+def fit_idf(documents: Iterable[Iterable[str]]) -> IdfModel:
+    """Count document frequencies.
+
+    Args:
+        documents: per document, its terms (a term-count dict or any iterable of terms;
+            repeats within a document count once).
+    """
+    df: Counter[str] = Counter()
+    n_docs = 0
+    for terms in documents:
+        df.update(set(terms))
+        n_docs += 1
+    return IdfModel(n_docs=n_docs, df=dict(df))
+
+
+class TfidfVectorizer:
+    """Term counts -> :class:`SparseVector` under a fitted :class:`IdfModel`.
+
+    Args:
+        model: the IDF model.
+        max_terms: terms kept per vector (the largest weights).
+        sublinear_tf: use ``1 + ln(count)`` instead of the raw count.
+        hasher: shared term-hash cache.
+
+    Raises:
+        ValueError: ``max_terms`` is not positive.
+    """
+
+    def __init__(
+        self,
+        model: IdfModel,
+        max_terms: int,
+        sublinear_tf: bool = False,
+        hasher: TermHasher | None = None,
+    ) -> None:
+        if max_terms < 1:
+            raise ValueError(f"max_terms must be >= 1, got {max_terms}")
+        self.model = model
+        self.max_terms = max_terms
+        self.sublinear_tf = sublinear_tf
+        self.hasher = hasher or TermHasher()
+
+    def transform(self, counts: Mapping[str, int]) -> SparseVector:
+        """One document's vector from its term counts (see the module docstring)."""
+        if not counts:
+            return EMPTY_VECTOR
+        terms = list(counts)
+        n = len(terms)
+        tf = np.fromiter(counts.values(), dtype=np.float64, count=n)
+        if self.sublinear_tf:
+            tf = 1.0 + np.log(tf)
+        idf = np.fromiter(map(self.model.idf_table.__getitem__, terms), np.float64, count=n)
+        weights = tf * idf
+        order = self._top(terms, weights)
+        kept = weights[order]
+        kept /= np.sqrt(np.dot(kept, kept))
+        top_terms = [terms[i] for i in order.tolist()]
+        return SparseVector(
+            terms=tuple(top_terms),
+            hashes=self.hasher.hashes(top_terms),
+            weights=kept.astype(np.float32),
+        )
+
+    def _top(self, terms: list[str], weights: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
+        """Indices of the ``max_terms`` largest weights, ties broken by term hash ascending.
+
+        Only terms that can make the cut are hashed: every weight above the ``max_terms``-th
+        largest, and all weights equal to it.
+        """
+        m = self.max_terms
+        if len(weights) > m:
+            threshold = np.partition(weights, len(weights) - m)[len(weights) - m]
+            candidates = np.flatnonzero(weights >= threshold)
+        else:
+            candidates = np.arange(len(weights))
+        hashes = self.hasher.hashes([terms[i] for i in candidates.tolist()])
+        order = np.lexsort((hashes, -weights[candidates]))[:m]
+        return candidates[order]
+
+    def transform_many(self, counts: Iterable[Mapping[str, int]]) -> list[SparseVector]:
+        return [self.transform(c) for c in counts]

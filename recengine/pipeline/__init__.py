@@ -1,0 +1,1 @@
+"""Pipeline layer (use cases that write): ingest and reindex. Sessions are opened per batch."""

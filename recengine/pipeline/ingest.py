@@ -1,0 +1,238 @@
+"""Ingest: validated records -> upserted articles with their features, one transaction per batch.
+
+For each batch:
+
+1. validate every record (bad ones are rejected with their line number; the rest go on);
+2. read what is stored for the batch's ids (a short read-only transaction);
+3. outside any transaction, clean and tokenize the new and changed texts (the expensive part);
+4. one write transaction: take the next change sequence number (this orders writers), read the
+   rows again under that lock and redo step 3 for any a concurrent writer changed meanwhile,
+   then insert / update articles and their features for the active IDF model. A batch commits
+   whole or not at all, so a crash leaves every batch either fully in or fully out.
+
+Upsert by the caller's id: an identical record changes nothing ("unchanged"); a changed record is
+rewritten, and its features recomputed only when its text changed; a deleted article that is
+ingested again comes back ("inserted"). Within one batch, the last record of an id wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from itertools import islice
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.errors import InvalidRecord
+from recengine.pipeline.featurize import Featurizer, TextStats, model_params, text_hash, text_of
+from recengine.pipeline.models import ModelCache
+from recengine.pipeline.readers import RawRecord
+from recengine.pipeline.records import ArticleRecord, parse_record
+from recengine.storage.articles import (
+    ExistingArticle,
+    find_existing,
+    insert_articles,
+    update_articles,
+)
+from recengine.storage.db import transaction
+from recengine.storage.features import replace_features
+from recengine.storage.state import begin_write, read_state
+
+MAX_REJECTIONS_KEPT = 1_000
+
+
+@dataclass(frozen=True)
+class Rejection:
+    line: int
+    id: str | None
+    reason: str
+
+
+@dataclass
+class IngestSummary:
+    """Counts of one ingest. ``read`` = inserted + updated + unchanged + superseded + rejected."""
+
+    read: int = 0
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    superseded: int = 0
+    rejected: int = 0
+    rejections: list[Rejection] = field(default_factory=list)
+    features_pending: int = 0
+    changed_ids: list[int] = field(default_factory=list)
+
+    def reject(self, line: int, record_id: str | None, reason: str) -> None:
+        self.rejected += 1
+        if len(self.rejections) < MAX_REJECTIONS_KEPT:
+            self.rejections.append(Rejection(line, record_id, reason))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "read": self.read,
+            "inserted": self.inserted,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "superseded": self.superseded,
+            "rejected": self.rejected,
+            "features_pending": self.features_pending,
+            "rejections": [r.__dict__ for r in self.rejections],
+        }
+
+
+class Ingester:
+    """Upserts batches of records. One per process; holds the tokenizer and the model cache.
+
+    Args:
+        factory: session factory of the database.
+        featurizer: text -> features.
+    """
+
+    def __init__(self, factory: sessionmaker[Session], featurizer: Featurizer) -> None:
+        self.factory = factory
+        self.featurizer = featurizer
+        self.settings = featurizer.settings
+        self.models = ModelCache(model_params(self.settings))
+        self.zone = ZoneInfo(self.settings.ingest.naive_timezone)
+
+    def ingest_raw(self, raw: Iterable[RawRecord]) -> IngestSummary:
+        """Validate and upsert records read from a file, batch by batch."""
+        summary = IngestSummary()
+        for batch in _batches(raw, self.settings.ingest.batch_size):
+            valid: list[tuple[int, ArticleRecord]] = []
+            for item in batch:
+                summary.read += 1
+                if item.error is not None or item.data is None:
+                    summary.reject(item.line, None, item.error or "empty record")
+                    continue
+                try:
+                    valid.append((item.line, parse_record(item.data, self.zone)))
+                except InvalidRecord as exc:
+                    summary.reject(item.line, _id_of(item.data), str(exc))
+            self._upsert(valid, summary)
+        return summary
+
+    def ingest_records(self, records: Iterable[dict[str, Any]]) -> IngestSummary:
+        """Python API: records as dicts (the JSON record); positions count from 1."""
+        return self.ingest_raw(RawRecord(n, data=r) for n, r in enumerate(records, 1))
+
+    def upsert_atomic(self, records: list[ArticleRecord]) -> IngestSummary:
+        """Upsert already validated records in one transaction (the HTTP API's batch)."""
+        summary = IngestSummary(read=len(records))
+        self._upsert(list(enumerate(records, 1)), summary)
+        return summary
+
+    def _upsert(self, valid: list[tuple[int, ArticleRecord]], summary: IngestSummary) -> None:
+        latest: dict[str, ArticleRecord] = {}
+        for _, record in valid:
+            if record.id in latest:
+                summary.superseded += 1
+            latest[record.id] = record
+        if not latest:
+            return
+        hashes = {rid: r.record_hash() for rid, r in latest.items()}
+        with transaction(self.factory) as session:
+            before = find_existing(session=session, external_ids=list(latest))
+            has_model = read_state(session=session).active_model_version is not None
+        todo = [rid for rid in latest if _changed(before.get(rid), hashes[rid])]
+        summary.unchanged += len(latest) - len(todo)
+        if not todo:
+            return
+        texts = {rid: text_of(latest[rid].title, latest[rid].content) for rid in todo}
+        # Tokenizing is the expensive part: do it outside the write lock, and not at all while
+        # there is no model to use the counts (the first reindex tokenizes everything anyway).
+        stats = {rid: self.featurizer.count(texts[rid]) for rid in todo} if has_model else {}
+        with transaction(self.factory) as session:
+            self._write(session, latest, hashes, texts, stats, summary)
+
+    def _write(
+        self,
+        session: Session,
+        latest: dict[str, ArticleRecord],
+        hashes: dict[str, str],
+        texts: dict[str, str],
+        stats: dict[str, TextStats],
+        summary: IngestSummary,
+    ) -> None:
+        state = begin_write(session=session)
+        now = datetime.now(UTC)
+        existing = find_existing(session=session, external_ids=list(texts))
+        inserts, updates, feature_ids = [], [], []
+        for rid, text in texts.items():
+            old = existing.get(rid)
+            if not _changed(old, hashes[rid]):  # a concurrent writer stored the same record
+                summary.unchanged += 1
+                continue
+            digest = text_hash(text)
+            row = _row(latest[rid], hashes[rid], digest, state.seq, now)
+            if old is None:
+                inserts.append({**row, "created_at": now})
+                summary.inserted += 1
+            else:
+                updates.append({**row, "id": old.id, "deleted_at": None})
+                summary.inserted += old.deleted
+                summary.updated += not old.deleted
+            if old is None or old.deleted or old.text_hash != digest:
+                feature_ids.append(rid)
+        ids = insert_articles(session=session, rows=inserts)
+        update_articles(session=session, rows=updates)
+        ids.update({rid: existing[rid].id for rid in existing})
+        summary.changed_ids.extend(ids[rid] for rid in texts if rid in ids)
+        model = self.models.get(session=session, version=state.active_model_version)
+        if model is None or state.active_model_version is None:
+            summary.features_pending += len(feature_ids)
+            return
+        for rid in feature_ids:  # a model appeared since the read phase
+            if rid not in stats:
+                stats[rid] = self.featurizer.count(texts[rid])
+        rows = self.featurizer.features([stats[rid] for rid in feature_ids], model)
+        replace_features(
+            session=session,
+            version=state.active_model_version,
+            rows=[
+                {
+                    "article_id": ids[rid],
+                    "fingerprint": f.fingerprint,
+                    "vector": f.vector,
+                    "n_tokens": f.n_tokens,
+                }
+                for rid, f in zip(feature_ids, rows, strict=True)
+            ],
+        )
+
+
+def _changed(old: ExistingArticle | None, record_hash: str) -> bool:
+    return old is None or old.deleted or old.record_hash != record_hash
+
+
+def _row(
+    record: ArticleRecord, record_hash: str, text_hash: str, seq: int, now: datetime
+) -> dict[str, Any]:
+    return {
+        "external_id": record.id,
+        "title": record.title,
+        "content": record.content,
+        "url": record.url,
+        "tags": list(record.tags),
+        "category": record.category,
+        "author": record.author,
+        "published_at": record.published_at,
+        "record_hash": record_hash,
+        "text_hash": text_hash,
+        "updated_at": now,
+        "seq": seq,
+    }
+
+
+def _id_of(data: dict[str, Any]) -> str | None:
+    value = data.get("id")
+    return value if isinstance(value, str) and value else None
+
+
+def _batches(items: Iterable[RawRecord], size: int) -> Iterator[list[RawRecord]]:
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch

@@ -1,0 +1,116 @@
+"""Article rows: look-ups by the caller's id, bulk insert / update, soft delete, streaming."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, func, insert, select, update
+from sqlalchemy.orm import Session
+
+from recengine.storage.models import Article
+
+# Bound parameters per IN (...) list: well under SQLite's 32766 and PostgreSQL's 65535.
+IN_CHUNK = 5_000
+
+
+@dataclass(frozen=True)
+class ExistingArticle:
+    id: int
+    external_id: str
+    record_hash: str
+    text_hash: str
+    deleted: bool
+
+
+def find_existing(*, session: Session, external_ids: Sequence[str]) -> dict[str, ExistingArticle]:
+    """Rows (deleted ones included) for the given caller ids, keyed by caller id."""
+    found: dict[str, ExistingArticle] = {}
+    for start in range(0, len(external_ids), IN_CHUNK):
+        chunk = external_ids[start : start + IN_CHUNK]
+        rows = session.execute(
+            select(
+                Article.id,
+                Article.external_id,
+                Article.record_hash,
+                Article.text_hash,
+                Article.deleted_at,
+            ).where(Article.external_id.in_(chunk))
+        )
+        for row in rows:
+            found[row.external_id] = ExistingArticle(
+                row.id, row.external_id, row.record_hash, row.text_hash, row.deleted_at is not None
+            )
+    return found
+
+
+def insert_articles(*, session: Session, rows: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Insert new articles; returns caller id -> internal id."""
+    if not rows:
+        return {}
+    result = session.execute(
+        insert(Article).returning(Article.id, Article.external_id, sort_by_parameter_order=True),
+        list(rows),
+    )
+    return {row.external_id: row.id for row in result}
+
+
+def update_articles(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Bulk update by primary key: each row holds ``id`` and the columns to set."""
+    if rows:
+        session.execute(update(Article), list(rows))
+
+
+def get_article(*, session: Session, external_id: str) -> Article | None:
+    """The live (not deleted) article with this caller id."""
+    return session.scalars(
+        select(Article).where(Article.external_id == external_id, Article.deleted_at.is_(None))
+    ).one_or_none()
+
+
+def soft_delete(*, session: Session, article_id: int, seq: int, now: datetime) -> None:
+    session.execute(
+        update(Article)
+        .where(Article.id == article_id)
+        .values(deleted_at=now, updated_at=now, seq=seq)
+    )
+
+
+def texts_after(*, session: Session, after_id: int, limit: int) -> Sequence[Row[int, str, str]]:
+    """Up to ``limit`` live articles' ``(id, title, content)`` with ``id > after_id``, by id.
+
+    Keyset pagination: the millionth row costs what the first does, and each page can be read
+    in its own short transaction.
+    """
+    return session.execute(
+        select(Article.id, Article.title, Article.content)
+        .where(Article.id > after_id, Article.deleted_at.is_(None))
+        .order_by(Article.id)
+        .limit(limit)
+    ).all()
+
+
+def changed_since(
+    *, session: Session, after: tuple[int, int], limit: int
+) -> Sequence[Row[int, str, str, int]]:
+    """Live articles changed after position ``after = (seq, id)``, in ``(seq, id)`` order.
+
+    Returns ``(id, title, content, seq)`` rows; the next page starts after the last row's
+    ``(seq, id)``, so a page boundary inside one transaction's many rows loses nothing.
+    """
+    seq, last_id = after
+    return session.execute(
+        select(Article.id, Article.title, Article.content, Article.seq)
+        .where(
+            Article.deleted_at.is_(None),
+            (Article.seq > seq) | ((Article.seq == seq) & (Article.id > last_id)),
+        )
+        .order_by(Article.seq, Article.id)
+        .limit(limit)
+    ).all()
+
+
+def count_live(*, session: Session) -> int:
+    return session.scalar(select(func.count()).where(Article.deleted_at.is_(None))) or 0

@@ -1,0 +1,85 @@
+"""Per-article features (fingerprint + TF-IDF vector) and the IDF models they belong to."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, delete, insert, select
+from sqlalchemy.orm import Session
+
+from recengine.storage.articles import IN_CHUNK
+from recengine.storage.models import ArticleFeatures, IdfModelRow
+
+
+def replace_features(*, session: Session, version: int, rows: Sequence[dict[str, Any]]) -> None:
+    """Write features of one model version, replacing what those articles had for it.
+
+    Each row: ``article_id``, ``fingerprint`` (unsigned 64-bit int), ``vector`` (bytes),
+    ``n_tokens``.
+    """
+    if not rows:
+        return
+    ids = [r["article_id"] for r in rows]
+    for start in range(0, len(ids), IN_CHUNK):
+        session.execute(
+            delete(ArticleFeatures).where(
+                ArticleFeatures.model_version == version,
+                ArticleFeatures.article_id.in_(ids[start : start + IN_CHUNK]),
+            )
+        )
+    session.execute(insert(ArticleFeatures), [{**r, "model_version": version} for r in rows])
+
+
+def features_of(
+    *, session: Session, version: int, article_ids: Sequence[int]
+) -> list[Row[int, int, bytes, int]]:
+    """``(article_id, fingerprint, vector, n_tokens)`` of the given articles under ``version``."""
+    out: list[Row[int, int, bytes, int]] = []
+    for start in range(0, len(article_ids), IN_CHUNK):
+        out.extend(
+            session.execute(
+                select(
+                    ArticleFeatures.article_id,
+                    ArticleFeatures.fingerprint,
+                    ArticleFeatures.vector,
+                    ArticleFeatures.n_tokens,
+                ).where(
+                    ArticleFeatures.model_version == version,
+                    ArticleFeatures.article_id.in_(article_ids[start : start + IN_CHUNK]),
+                )
+            ).all()
+        )
+    return out
+
+
+def save_model(
+    *,
+    session: Session,
+    payload: bytes,
+    n_docs: int,
+    n_terms: int,
+    params: dict[str, Any],
+    now: datetime,
+) -> int:
+    """Store a fitted IDF model; returns its version (not yet active)."""
+    row = IdfModelRow(
+        created_at=now, n_docs=n_docs, n_terms=n_terms, params=params, payload=payload
+    )
+    session.add(row)
+    session.flush()
+    return row.version
+
+
+def load_model_payload(*, session: Session, version: int) -> tuple[bytes, dict[str, Any]]:
+    row = session.execute(
+        select(IdfModelRow.payload, IdfModelRow.params).where(IdfModelRow.version == version)
+    ).one()
+    return row.payload, row.params
+
+
+def drop_other_versions(*, session: Session, keep: int) -> None:
+    """Delete features and models of every version but ``keep`` (after a switch)."""
+    session.execute(delete(ArticleFeatures).where(ArticleFeatures.model_version != keep))
+    session.execute(delete(IdfModelRow).where(IdfModelRow.version != keep))

@@ -1,0 +1,144 @@
+"""SQLAlchemy 2.0 typed models: the schema ``migrations/`` creates.
+
+Tables:
+
+* ``articles``: what callers sent, keyed internally by an integer and externally by their id;
+  soft-deleted (``deleted_at``) so that indexes following ``seq`` see deletions too.
+* ``article_features``: per article and IDF model version, the TF-IDF vector and fingerprint.
+  Keyed by version so that a reindex can write a whole new version while readers use the
+  active one, then switch in one transaction.
+* ``idf_models``: fitted IDF models (document frequencies), versioned.
+* ``engine_state``: one row: the change sequence counter and the active model version. Every
+  write transaction increments ``seq`` first (``UPDATE ... RETURNING``): that row lock orders
+  writers, so sequence numbers become visible in commit order and a reader that has seen
+  ``seq = s`` has seen every change up to ``s`` (no gaps for an index catching up).
+* ``cluster_members``: near-duplicate clusters (article -> its canonical article).
+* ``reader_events``: what readers read, for feeds.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from recengine.storage.types import UInt64, UTCDateTime
+
+# SQLite only auto-increments an "INTEGER PRIMARY KEY"; PostgreSQL gets a 64-bit key.
+BigIntKey = BigInteger().with_variant(Integer(), "sqlite")
+JsonList = JSON().with_variant(JSONB(), "postgresql")
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime(), str: Text()}
+
+
+class Article(Base):
+    __tablename__ = "articles"
+
+    id: Mapped[int] = mapped_column(BigIntKey, primary_key=True, autoincrement=True)
+    external_id: Mapped[str] = mapped_column(String(255), unique=True)
+    title: Mapped[str] = mapped_column(default="")
+    content: Mapped[str] = mapped_column(default="")
+    url: Mapped[str | None]
+    tags: Mapped[list[str]] = mapped_column(JsonList, default=list)
+    category: Mapped[str | None] = mapped_column(String(255))
+    author: Mapped[str | None] = mapped_column(String(255))
+    published_at: Mapped[datetime | None]
+    # sha256 of the record as received: an identical re-ingest is "unchanged", nothing written.
+    record_hash: Mapped[str] = mapped_column(String(64))
+    # sha256 of the cleaned text: exact duplicates, and whether features must be recomputed.
+    text_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+    deleted_at: Mapped[datetime | None]
+    seq: Mapped[int] = mapped_column(BigInteger, index=True)
+
+
+class ArticleFeatures(Base):
+    __tablename__ = "article_features"
+
+    article_id: Mapped[int] = mapped_column(
+        BigIntKey, ForeignKey("articles.id", ondelete="CASCADE"), primary_key=True
+    )
+    model_version: Mapped[int] = mapped_column(
+        ForeignKey("idf_models.version", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    fingerprint: Mapped[int] = mapped_column(UInt64())
+    # features.tfidf.SparseVector.to_bytes(): term hashes, weights, terms.
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+    n_tokens: Mapped[int] = mapped_column(Integer)
+
+
+class IdfModelRow(Base):
+    __tablename__ = "idf_models"
+
+    version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    created_at: Mapped[datetime]
+    n_docs: Mapped[int] = mapped_column(BigInteger)
+    n_terms: Mapped[int] = mapped_column(BigInteger)
+    # The settings the model and its vectors were computed with (tokenizer, features).
+    params: Mapped[dict[str, Any]] = mapped_column(JSON().with_variant(JSONB(), "postgresql"))
+    # features.tfidf.IdfModel.to_bytes()
+    payload: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class EngineState(Base):
+    __tablename__ = "engine_state"
+    __table_args__ = (CheckConstraint("id = 1", name="single_row"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    seq: Mapped[int] = mapped_column(BigInteger, default=0)
+    active_model_version: Mapped[int | None] = mapped_column(
+        ForeignKey("idf_models.version", ondelete="SET NULL")
+    )
+
+
+class ClusterMember(Base):
+    __tablename__ = "cluster_members"
+
+    article_id: Mapped[int] = mapped_column(
+        BigIntKey, ForeignKey("articles.id", ondelete="CASCADE"), primary_key=True
+    )
+    canonical_id: Mapped[int] = mapped_column(
+        BigIntKey, ForeignKey("articles.id", ondelete="CASCADE"), index=True
+    )
+    distance: Mapped[int] = mapped_column(Integer)
+    score: Mapped[float | None] = mapped_column(Float)
+
+
+class ReaderEvent(Base):
+    __tablename__ = "reader_events"
+    __table_args__ = (Index("ix_reader_events_user_at", "user_id", "at"),)
+
+    id: Mapped[int] = mapped_column(BigIntKey, primary_key=True, autoincrement=True)
+    user_id: Mapped[str] = mapped_column(String(255))
+    article_id: Mapped[int] = mapped_column(
+        BigIntKey, ForeignKey("articles.id", ondelete="CASCADE"), index=True
+    )
+    kind: Mapped[str] = mapped_column(String(32), default="read")
+    at: Mapped[datetime]

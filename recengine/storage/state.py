@@ -1,0 +1,48 @@
+"""The single ``engine_state`` row: change sequence and active IDF model version."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from recengine.storage.models import EngineState
+
+
+@dataclass(frozen=True)
+class State:
+    seq: int
+    active_model_version: int | None
+
+
+def begin_write(*, session: Session) -> State:
+    """Take the next change sequence number; call first in every write transaction.
+
+    The ``UPDATE`` locks the state row until the transaction ends, so writers are ordered and
+    sequence numbers commit in order (on SQLite it also takes the database write lock up front,
+    before any read, which avoids the deferred-transaction upgrade deadlock). The active model
+    version is read under the same lock, so features written in this transaction are known to
+    belong to the model that is active when it commits.
+    """
+    row = session.execute(
+        update(EngineState)
+        .where(EngineState.id == 1)
+        .values(seq=EngineState.seq + 1)
+        .returning(EngineState.seq, EngineState.active_model_version)
+    ).one()
+    return State(seq=row.seq, active_model_version=row.active_model_version)
+
+
+def read_state(*, session: Session) -> State:
+    row = session.execute(
+        select(EngineState.seq, EngineState.active_model_version).where(EngineState.id == 1)
+    ).one()
+    return State(seq=row.seq, active_model_version=row.active_model_version)
+
+
+def set_active_model(*, session: Session, version: int) -> None:
+    """Switch readers and writers to ``version`` (inside a transaction begun with begin_write)."""
+    session.execute(
+        update(EngineState).where(EngineState.id == 1).values(active_model_version=version)
+    )

@@ -1,0 +1,260 @@
+"""Words out of clean text: jieba segmentation, part-of-speech filter, stopwords.
+
+Two interchangeable backends segment the text:
+
+* ``jieba``: the reference implementation (pure Python, about 1 MB/s on one core);
+* ``rjieba``: jieba-rs, the Rust port with the same dictionary, over 20x faster.
+
+With the HMM step off (``hmm = false``, the default) both cut the same words. The part-of-speech
+filter then needs no tagger: with HMM off, jieba's ``posseg`` tags a word by looking it up in the
+dictionary (``word_tag_tab``), tags runs of ASCII letters and digits ``eng`` and everything else
+``x``, whatever the context. :class:`Tokenizer` does that same lookup on the words ``cut`` returns,
+which is 3.5x cheaper than asking rjieba to tag, and caches the verdict per distinct word.
+``tests/test_tokenize_backends.py`` checks that the result equals jieba ``posseg`` + the filter on
+every real text of ``../shared/data``, for both backends. With HMM on, words come from the
+backend's own tagger (slower; the two backends then differ on unknown words).
+
+A :class:`Tokenizer` is built once by :func:`build_tokenizer` (loading a dictionary takes about a
+second) and passed to whoever needs it; nothing is loaded at import time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+from typing import Protocol
+
+from recengine.config import TokenizerSettings
+from recengine.errors import ConfigError
+
+_WORDLIKE = re.compile(r"[^\W_]")  # a letter, a digit or an ideograph somewhere in the word
+_NUMERIC = re.compile(r"^[0-9]+(?:[.,][0-9]+)*%?$")
+_CJK = re.compile(r"^[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+$")
+_ENG = re.compile(r"^[a-zA-Z0-9]+$")
+_CACHE_LIMIT = 2_000_000  # distinct raw words remembered before the cache is cleared
+
+
+class Backend(Protocol):
+    """Segments text: ``cut`` into words, ``tag`` into ``(word, part-of-speech)`` pairs."""
+
+    name: str
+
+    def cut(self, text: str) -> list[str]: ...
+
+    def tag(self, text: str) -> list[tuple[str, str]]: ...
+
+    def add_word(self, word: str, freq: int | None, tag: str | None) -> None: ...
+
+
+class JiebaBackend:
+    """The reference jieba, with its own dictionary instance (not the module-level default)."""
+
+    name = "jieba"
+
+    def __init__(self, hmm: bool) -> None:
+        import logging
+
+        import jieba
+        import jieba.posseg
+
+        jieba.setLogLevel(logging.WARNING)
+        self._hmm = hmm
+        self._jieba = jieba.Tokenizer()
+        self._jieba.initialize()
+        self._posseg = jieba.posseg.POSTokenizer(self._jieba)
+
+    def cut(self, text: str) -> list[str]:
+        words: list[str] = self._jieba.lcut(text, HMM=self._hmm)
+        return words
+
+    def tag(self, text: str) -> list[tuple[str, str]]:
+        return [(pair.word, pair.flag) for pair in self._posseg.cut(text, HMM=self._hmm)]
+
+    def add_word(self, word: str, freq: int | None, tag: str | None) -> None:
+        self._jieba.add_word(word, freq, tag)
+        if tag:
+            self._posseg.word_tag_tab[word] = tag
+
+
+class RjiebaBackend:
+    """jieba-rs through the ``rjieba`` binding."""
+
+    name = "rjieba"
+
+    def __init__(self, hmm: bool) -> None:
+        import rjieba
+
+        self._hmm = hmm
+        self._jieba = rjieba.Jieba()
+
+    def cut(self, text: str) -> list[str]:
+        return self._jieba.cut(text, self._hmm)
+
+    def tag(self, text: str) -> list[tuple[str, str]]:
+        return self._jieba.tag(text, self._hmm)
+
+    def add_word(self, word: str, freq: int | None, tag: str | None) -> None:
+        self._jieba.add_word(word, freq, tag)
+
+
+class Tokenizer:
+    """Clean text -> filtered, lower-cased words.
+
+    Args:
+        backend: segments the text.
+        tags: dictionary word -> part-of-speech tag (jieba's ``dict.txt`` plus the user
+            dictionary); used when the backend runs without HMM.
+        stopwords: lower-cased words never emitted.
+        drop_pos: part-of-speech families dropped: a tag is dropped when it starts with one of
+            these (``u`` covers ``uj``, ``ul``, ``uz``...).
+        min_cjk_chars: shorter all-CJK words are dropped.
+        hmm: whether the backend runs jieba's HMM step (then tags come from its tagger).
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        tags: dict[str, str],
+        stopwords: frozenset[str],
+        drop_pos: tuple[str, ...],
+        min_cjk_chars: int = 2,
+        hmm: bool = False,
+    ) -> None:
+        self.backend = backend
+        self.stopwords = stopwords
+        self.drop_pos = tuple(drop_pos)
+        self.min_cjk_chars = min_cjk_chars
+        self.hmm = hmm
+        self._tags = tags
+        self._cache: dict[str, str | None] = {}
+
+    def keep(self, word: str, tag: str) -> str | None:
+        """The normalised word if it passes the filter, else ``None``."""
+        if tag.startswith(self.drop_pos):
+            return None
+        word = word.strip().lower()
+        if not word or word in self.stopwords or _NUMERIC.match(word):
+            return None
+        if not _WORDLIKE.search(word):
+            return None
+        if len(word) < self.min_cjk_chars and _CJK.match(word):
+            return None
+        return word
+
+    def _lookup(self, word: str) -> str | None:
+        """``keep`` with the tag jieba ``posseg`` gives without HMM; cached per raw word."""
+        try:
+            return self._cache[word]
+        except KeyError:
+            pass
+        tag = self._tags.get(word) or ("eng" if _ENG.match(word) else "x")
+        kept = self.keep(word, tag)
+        if len(self._cache) >= _CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[word] = kept
+        return kept
+
+    def tokens(self, text: str) -> list[str]:
+        """The words of one clean text, in order, duplicates kept.
+
+        Example:
+            >>> tok = build_tokenizer(TokenizerSettings(stopwords=""))
+            >>> tok.tokens("我们在北京学习Python和机器学习, 2024年")
+            ['北京', '学习', 'python', '机器', '学习']
+        """
+        if self.hmm:
+            return [k for w, t in self.backend.tag(text) if (k := self.keep(w, t))]
+        lookup = self._lookup
+        return [k for w in self.backend.cut(text) if (k := lookup(w))]
+
+    def term_counts(self, text: str) -> dict[str, int]:
+        """Term frequencies of one clean text: ``Counter(tokens(text))``, computed faster.
+
+        Raw words are counted first (in C), so the filter runs once per distinct word, and the
+        per-word verdict is a dictionary hit after the first time a word is seen.
+        """
+        if self.hmm:
+            return dict(Counter(self.tokens(text)))
+        cache, lookup = self._cache, self._lookup
+        counts: dict[str, int] = {}
+        for word, n in Counter(self.backend.cut(text)).items():
+            kept = cache[word] if word in cache else lookup(word)
+            if kept is not None:
+                counts[kept] = counts.get(kept, 0) + n
+        return counts
+
+
+def load_word_list(spec: str) -> frozenset[str]:
+    """Stopwords from ``"builtin"``, ``""`` (none) or a path to a one-word-per-line file."""
+    if not spec:
+        return frozenset()
+    if spec == "builtin":
+        text = resources.files("recengine.resources").joinpath("stopwords.txt").read_text("utf-8")
+    else:
+        try:
+            text = Path(spec).read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"tokenizer.stopwords: cannot read {spec}: {exc}") from exc
+    words = (line.strip().lower() for line in text.splitlines())
+    return frozenset(w for w in words if w and not w.startswith("#"))
+
+
+def jieba_dictionary_tags() -> dict[str, str]:
+    """Word -> part-of-speech tag from jieba's own ``dict.txt`` (the dictionary jieba-rs embeds)."""
+    import jieba
+
+    tags: dict[str, str] = {}
+    path = Path(jieba.__file__).with_name("dict.txt")
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            parts = line.split()
+            if len(parts) == 3:
+                tags[parts[0]] = parts[2]
+    return tags
+
+
+def _read_user_dict(path: str) -> list[tuple[str, int | None, str | None]]:
+    """Lines of ``word [freq] [tag]`` (jieba's user dictionary format)."""
+    try:
+        lines = Path(path).read_text("utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"tokenizer.user_dict: cannot read {path}: {exc}") from exc
+    entries: list[tuple[str, int | None, str | None]] = []
+    for number, line in enumerate(lines, 1):
+        parts = line.strip().split()
+        if not parts:
+            continue
+        if len(parts) > 3 or (len(parts) == 3 and not parts[1].isdigit()):
+            raise ConfigError(f"tokenizer.user_dict: {path}:{number}: expected 'word [freq] [tag]'")
+        rest = parts[1:]
+        freq = int(rest[0]) if rest and rest[0].isdigit() else None
+        tag = rest[-1] if rest and not rest[-1].isdigit() else None
+        entries.append((parts[0], freq, tag))
+    return entries
+
+
+_BACKENDS: dict[str, type[JiebaBackend] | type[RjiebaBackend]] = {
+    "jieba": JiebaBackend,
+    "rjieba": RjiebaBackend,
+}
+
+
+def build_tokenizer(settings: TokenizerSettings) -> Tokenizer:
+    """Create the configured tokenizer (loads a dictionary: do it once per process)."""
+    backend = _BACKENDS[settings.backend](hmm=settings.hmm)
+    tags = jieba_dictionary_tags()
+    if settings.user_dict:
+        for word, freq, tag in _read_user_dict(settings.user_dict):
+            backend.add_word(word, freq, tag)
+            if tag:
+                tags[word] = tag
+    return Tokenizer(
+        backend=backend,
+        tags=tags,
+        stopwords=load_word_list(settings.stopwords),
+        drop_pos=tuple(settings.drop_pos),
+        min_cjk_chars=settings.min_cjk_chars,
+        hmm=settings.hmm,
+    )

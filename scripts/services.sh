@@ -1,0 +1,44 @@
+# Services the test suite needs, started when not running. Sourced by scripts/test.
+#   start_postgres: a private PostgreSQL server (Debian's package, installed when missing);
+#                   exports RECENGINE_TEST_POSTGRES_URL.
+
+_as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+_apt_install() {
+  if ! command -v apt-get >/dev/null; then
+    echo "need Debian packages $* but apt-get is not available" >&2; return 1
+  fi
+  _as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null \
+    || { _as_root apt-get update -q >/dev/null && \
+         _as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null; }
+}
+
+_pg_bindir() {
+  local d
+  for d in /usr/lib/postgresql/*/bin; do
+    [ -x "$d/initdb" ] && { echo "$d"; return 0; }
+  done
+  return 1
+}
+
+start_postgres() {
+  if [ -n "${RECENGINE_TEST_POSTGRES_URL:-}" ]; then return 0; fi
+  local bindir port dir owner run
+  bindir=$(_pg_bindir) || { echo "installing PostgreSQL (Debian package)" >&2; _apt_install postgresql; bindir=$(_pg_bindir); }
+  port=${RECENGINE_TEST_PG_PORT:-54329}
+  dir=${TMPDIR:-/tmp}/recengine-pg-$port
+  owner=$(id -un)
+  run=()
+  if [ "$(id -u)" = 0 ]; then owner=postgres; run=(runuser -u postgres --); fi
+  if ! "$bindir/pg_isready" -q -h 127.0.0.1 -p "$port"; then
+    if [ ! -f "$dir/PG_VERSION" ]; then
+      mkdir -p "$dir" && chown "$owner" "$dir" && chmod 700 "$dir"
+      "${run[@]}" "$bindir/initdb" -D "$dir" -A trust -U postgres -E UTF8 --locale=C.UTF-8 >/dev/null
+    fi
+    "${run[@]}" "$bindir/pg_ctl" -D "$dir" -l "$dir/server.log" -w \
+      -o "-p $port -k /tmp -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
+      start >/dev/null
+  fi
+  export RECENGINE_TEST_POSTGRES_URL="postgresql+psycopg://postgres@127.0.0.1:$port/postgres"
+  echo "PostgreSQL: $RECENGINE_TEST_POSTGRES_URL" >&2
+}

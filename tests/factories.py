@@ -1,0 +1,46 @@
+"""Test data: article records in the external contract's shape, from real text when it matters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def record(n: int | str, **fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "id": f"a{n}",
+        "title": f"标题 {n}",
+        "content": f"<p>关于数据库索引与查询优化的文章 {n}</p>",
+        "tags": ["数据库"],
+        "published_at": "2024-05-01T08:00:00+08:00",
+    }
+    base.update(fields)
+    return base
+
+
+def javaguide_records(data: Path, limit: int) -> list[dict[str, Any]]:
+    """Real articles (JavaGuide, Markdown bodies) as ingest records."""
+    out = []
+    with (data / "javaguide" / "javaguide.jsonl").open(encoding="utf-8") as handle:
+        for line in handle:
+            r = json.loads(line)
+            out.append(
+                {
+                    "id": r["id"],
+                    "title": r["title"],
+                    "content": r["body"],
+                    "category": r["category"],
+                    "tags": r["tags"],
+                }
+            )
+            if len(out) == limit:
+                break
+    return out
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8"
+    )
+    return path

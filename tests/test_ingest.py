@@ -1,0 +1,165 @@
+"""Ingest through the Python API on real SQLite and PostgreSQL databases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.features.tfidf import SparseVector
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.reindex import reindex
+from recengine.storage.models import Article, ArticleFeatures
+from recengine.storage.state import read_state
+from tests.factories import javaguide_records, record
+
+
+def snapshot(factory: sessionmaker[Session]) -> dict[str, tuple[object, ...]]:
+    with factory() as session:
+        rows = session.execute(
+            select(
+                Article.external_id,
+                Article.record_hash,
+                Article.seq,
+                Article.deleted_at,
+                ArticleFeatures.fingerprint,
+                ArticleFeatures.vector,
+            ).outerjoin(ArticleFeatures, ArticleFeatures.article_id == Article.id)
+        ).all()
+    return {r[0]: tuple(r[1:]) for r in rows}
+
+
+@pytest.fixture
+def ingester(factory: sessionmaker[Session], featurizer: Featurizer) -> Ingester:
+    return Ingester(factory, featurizer)
+
+
+def test_first_ingest_then_reindex_computes_features(
+    ingester: Ingester, factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
+) -> None:
+    records = javaguide_records(data_dir, 40)
+    summary = ingester.ingest_records(records)
+    assert (summary.read, summary.inserted, summary.rejected) == (40, 40, 0)
+    assert summary.features_pending == 40  # no IDF model yet
+    result = reindex(factory=factory, featurizer=featurizer, batch_size=7)
+    assert result.n_docs == 40 and result.n_terms > 1000
+    with factory() as session:
+        assert read_state(session=session).active_model_version == result.version
+        vectors = session.scalars(select(ArticleFeatures.vector)).all()
+    assert len(vectors) == 40
+    assert all(len(SparseVector.from_bytes(v)) > 0 for v in vectors)
+
+
+def test_reingest_changes_nothing(
+    ingester: Ingester, factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
+) -> None:
+    records = javaguide_records(data_dir, 20)
+    ingester.ingest_records(records)
+    reindex(factory=factory, featurizer=featurizer)
+    before = snapshot(factory)
+    summary = ingester.ingest_records(records)
+    assert (summary.inserted, summary.updated, summary.unchanged) == (0, 0, 20)
+    assert snapshot(factory) == before
+
+
+def test_changed_article_is_recomputed(
+    ingester: Ingester, factory: sessionmaker[Session], featurizer: Featurizer
+) -> None:
+    ingester.ingest_records([record(i) for i in range(5)])
+    reindex(factory=factory, featurizer=featurizer)
+    before = snapshot(factory)
+    summary = ingester.ingest_records(
+        [
+            record(1, content="<p>完全不同的内容：深度学习与神经网络训练技巧</p>"),
+            record(2, tags=["数据库", "索引"]),
+        ]
+    )
+    assert (summary.updated, summary.unchanged) == (2, 0)
+    after = snapshot(factory)
+    assert after["a1"][3] != before["a1"][3]  # new text: new fingerprint
+    assert after["a1"][4] != before["a1"][4]
+    assert after["a2"][3:] == before["a2"][3:]  # only tags changed: same features
+    assert after["a2"][0] != before["a2"][0]
+    assert after["a0"] == before["a0"]
+
+
+def test_bad_records_are_rejected_and_the_rest_go_in(
+    ingester: Ingester, factory: sessionmaker[Session]
+) -> None:
+    summary = ingester.ingest_records(
+        [
+            record(1),
+            {"title": "no id"},
+            record(2, title="", content=""),
+            record(3, published_at="not a date"),
+            record(4),
+        ]
+    )
+    assert (summary.inserted, summary.rejected) == (2, 3)
+    assert [(r.line, r.id) for r in summary.rejections] == [(2, None), (3, "a2"), (4, "a3")]
+    assert "published_at" in summary.rejections[2].reason
+    with factory() as session:
+        assert session.scalar(select(func.count()).select_from(Article)) == 2
+
+
+def test_last_record_of_an_id_in_a_batch_wins(
+    ingester: Ingester, factory: sessionmaker[Session]
+) -> None:
+    summary = ingester.ingest_records([record(1, title="旧"), record(1, title="新")])
+    assert (summary.inserted, summary.superseded) == (1, 1)
+    with factory() as session:
+        assert session.scalars(select(Article.title)).all() == ["新"]
+
+
+def test_a_failing_batch_writes_nothing(
+    factory: sessionmaker[Session], featurizer: Featurizer
+) -> None:
+    class Exploding(Featurizer):
+        def features(self, stats, model):  # type: ignore[no-untyped-def]
+            raise RuntimeError("boom")
+
+    good = Ingester(factory, featurizer)
+    good.ingest_records([record(0)])
+    reindex(factory=factory, featurizer=featurizer)
+    before = snapshot(factory)
+    bad = Ingester(factory, Exploding(featurizer.settings, featurizer.tokenizer))
+    with pytest.raises(RuntimeError, match="boom"):
+        bad.ingest_records([record(1), record(0, title="改")])
+    assert snapshot(factory) == before
+    with factory() as session:
+        assert read_state(session=session).seq == 2  # the failed batch took no number
+
+
+def test_features_follow_the_active_model_without_reindex(
+    ingester: Ingester, factory: sessionmaker[Session], featurizer: Featurizer
+) -> None:
+    ingester.ingest_records([record(i) for i in range(3)])
+    reindex(factory=factory, featurizer=featurizer)
+    summary = ingester.ingest_records([record(10, content="<p>新文章：缓存与数据库一致性</p>")])
+    assert summary.features_pending == 0
+    assert snapshot(factory)["a10"][3] is not None
+
+
+@settings(
+    suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=10, deadline=None
+)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=12), st.randoms())
+def test_ingest_is_idempotent_in_any_order(
+    ingester: Ingester, factory: sessionmaker[Session], ids: list[int], rnd: object
+) -> None:
+    records = [record(i, title=f"标题{i}-{len(ids)}") for i in ids]
+    ingester.ingest_records(records)
+    first = snapshot(factory)
+    shuffled = list(records)
+    rnd.shuffle(shuffled)  # type: ignore[attr-defined]
+    # Re-ingesting the distinct final records in any order changes nothing.
+    finals = list({r["id"]: r for r in records}.values())
+    rnd.shuffle(finals)  # type: ignore[attr-defined]
+    summary = ingester.ingest_records(finals)
+    assert summary.unchanged == len(finals)
+    assert snapshot(factory) == first

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from recengine.errors import InvalidRecord
+from recengine.pipeline.records import parse_record
+
+
+def test_full_record() -> None:
+    r = parse_record(
+        {
+            "id": "a-1",
+            "title": " 标题 ",
+            "content": "<p>正文</p>",
+            "url": "https://example.com/a-1",
+            "tags": ["python", "python", "数据库"],
+            "category": "tech",
+            "author": "张三",
+            "published_at": "2024-05-01T08:00:00+08:00",
+            "views": 123,  # unknown fields are ignored
+        }
+    )
+    assert r.title == "标题" and r.tags == ["python", "数据库"]
+    assert r.published_at == datetime(2024, 5, 1, 0, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2024-05-01", datetime(2024, 5, 1, tzinfo=UTC)),
+        ("2024-05-01 08:00:00", datetime(2024, 5, 1, 8, tzinfo=UTC)),
+        (1714521600, datetime(2024, 5, 1, tzinfo=UTC)),
+        ("1714521600", datetime(2024, 5, 1, tzinfo=UTC)),
+        ("2024-05-01T08:00:00Z", datetime(2024, 5, 1, 8, tzinfo=UTC)),
+        (None, None),
+        ("", None),
+    ],
+)
+def test_dates(value: object, expected: datetime | None) -> None:
+    assert parse_record({"id": "x", "title": "t", "published_at": value}).published_at == expected
+
+
+def test_naive_time_read_in_configured_zone() -> None:
+    r = parse_record(
+        {"id": "x", "title": "t", "published_at": "2024-05-01 08:00"}, ZoneInfo("Asia/Shanghai")
+    )
+    assert r.published_at is not None
+    assert r.published_at.utcoffset() == timedelta(hours=8)
+    assert r.published_at.astimezone(UTC).hour == 0
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"title": "t"}, "id"),
+        ({"id": "", "title": "t"}, "id"),
+        ({"id": "x\ny", "title": "t"}, "id"),
+        ({"id": True, "title": "t"}, "id"),
+        ({"id": "x", "title": " ", "content": ""}, "title or content"),
+        ({"id": "x"}, "title or content"),
+        ({"id": "x", "title": "t", "published_at": "yesterday"}, "published_at"),
+        ({"id": "x", "title": "t", "published_at": "2024-13-45"}, "published_at"),
+        ({"id": "x", "title": "t", "published_at": 99999999999}, "published_at"),
+        ({"id": "x", "title": "t", "tags": "a" * 300}, "tags"),
+        ({"id": "x" * 300, "title": "t"}, "id"),
+        ({"id": "x", "title": 5}, "title"),
+    ],
+)
+def test_rejections_name_the_field(data: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidRecord, match=message):
+        parse_record(data)
+
+
+def test_numeric_id_and_string_tags() -> None:
+    r = parse_record({"id": 42, "title": "t", "tags": "python, 数据库；redis  go"})
+    assert r.id == "42" and r.tags == ["python", "数据库", "redis", "go"]
+
+
+def test_record_hash_is_canonical() -> None:
+    a = parse_record({"id": "x", "title": "t", "tags": ["a", "b"]})
+    b = parse_record({"tags": ["a", "b"], "title": " t ", "id": "x"})
+    c = parse_record({"id": "x", "title": "t", "tags": ["b", "a"]})
+    assert a.record_hash() == b.record_hash() != c.record_hash()

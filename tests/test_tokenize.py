@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recengine.config import TokenizerSettings
+from recengine.errors import ConfigError
+from recengine.text.tokenize import Tokenizer, build_tokenizer, load_word_list
+
+
+def test_chinese_words_with_function_words_removed(tokenizer: Tokenizer) -> None:
+    # 我们 (pronoun r), 在 (preposition p), 和 (conjunction c), 的 (particle uj), 非常 (adverb d),
+    # 2024年 (numeral/time), punctuation (x) are all dropped.
+    tokens = tokenizer.tokens("我们在北京学习机器学习和深度学习的方法，非常有用。2024年")
+    assert tokens == ["北京", "学习", "机器", "学习", "深度", "学习", "方法", "有用"]
+
+
+def test_english_lower_cased_and_stopwords_removed(tokenizer: Tokenizer) -> None:
+    assert tokenizer.tokens("The Quick Brown Fox uses Python and NumPy") == [
+        "quick",
+        "brown",
+        "fox",
+        "python",
+        "numpy",
+    ]
+
+
+def test_mixed_text_has_no_empty_or_punctuation_tokens(tokenizer: Tokenizer) -> None:
+    tokens = tokenizer.tokens("使用Python3开发Web应用!!! -- C++/Java, 版本 v1.2 (beta) 🚀")
+    assert "python3" in tokens and "web" in tokens and "java" in tokens
+    assert all(t and any(ch.isalnum() for ch in t) for t in tokens)
+    assert all(t == t.lower() for t in tokens)
+    assert "🚀" not in tokens
+
+
+@pytest.mark.parametrize("text", ["", "   ", "，。！？", "😀😀", "12 34 5.6"])
+def test_nothing_to_keep(tokenizer: Tokenizer, text: str) -> None:
+    assert tokenizer.tokens(text) == []
+    assert tokenizer.term_counts(text) == {}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(
+        alphabet=st.sampled_from(list("机器学习深度网络数据库Python java 的了和, 。\n123")),
+        max_size=80,
+    )
+)
+def test_term_counts_equal_counted_tokens(tokenizer: Tokenizer, text: str) -> None:
+    assert tokenizer.term_counts(text) == dict(Counter(tokenizer.tokens(text)))
+
+
+def test_user_dictionary_joins_words(tmp_path: Path) -> None:
+    plain = build_tokenizer(TokenizerSettings(stopwords=""))
+    assert "区块链即服务" not in plain.tokens("区块链即服务正在流行")
+    user_dict = tmp_path / "user.txt"
+    user_dict.write_text("区块链即服务 100 nz\n", encoding="utf-8")
+    for backend in ("rjieba", "jieba"):
+        tok = build_tokenizer(
+            TokenizerSettings(backend=backend, stopwords="", user_dict=str(user_dict))
+        )
+        assert tok.tokens("区块链即服务正在流行")[0] == "区块链即服务"
+
+
+def test_bad_user_dictionary_and_stopword_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="user_dict"):
+        build_tokenizer(TokenizerSettings(user_dict=str(tmp_path / "missing.txt")))
+    bad = tmp_path / "bad.txt"
+    bad.write_text("词 abc def ghi\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"bad\.txt:1"):
+        build_tokenizer(TokenizerSettings(user_dict=str(bad)))
+    with pytest.raises(ConfigError, match="stopwords"):
+        load_word_list(str(tmp_path / "missing.txt"))
+
+
+def test_builtin_stopwords_cover_both_languages() -> None:
+    words = load_word_list("builtin")
+    assert {"the", "and", "我们", "因此"} <= words
+    assert not any(w.startswith("#") for w in words)
+
+
+def test_custom_stopwords_file(tmp_path: Path) -> None:
+    path = tmp_path / "stop.txt"
+    path.write_text("学习\nPython\n", encoding="utf-8")
+    tok = build_tokenizer(TokenizerSettings(stopwords=str(path)))
+    assert tok.tokens("学习Python编程") == ["编程"]
+
+
+def test_hmm_mode_uses_the_tagger() -> None:
+    tok = build_tokenizer(TokenizerSettings(backend="jieba", hmm=True, stopwords=""))
+    assert tok.tokens("我们在北京学习") == ["北京", "学习"]
