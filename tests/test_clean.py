@@ -1,8 +1,13 @@
 from __future__ import annotations
 
-import pytest
+import unicodedata
+from pathlib import Path
 
-from recengine.text.clean import clean, normalize, strip_html
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from recengine.text.clean import clean, nfkc, normalize, strip_html
 
 
 def test_html_drops_scripts_styles_comments_and_keeps_blocks() -> None:
@@ -44,3 +49,19 @@ def test_emoji_and_mixed_scripts_survive() -> None:
 def test_unclosed_comment_and_broken_tags() -> None:
     assert strip_html("正文<!-- 没有结束") == "正文 "
     assert clean("a <b>b</b> <notatag c") == "a b <notatag c"
+
+
+def test_fast_nfkc_equals_unicodedata_on_real_text(data_dir: Path) -> None:
+    from tests.test_tokenize_backends import real_texts
+
+    raw = [text for _, text in real_texts(data_dir)]
+    raw += ["全角，标点：（测试）？！；\u3000…\xa0～％．－／｜＜＞ Ａ\u0301 ①²"]
+    assert [nfkc(t) for t in raw] == [unicodedata.normalize("NFKC", t) for t in raw]
+
+
+TRICKY = "，：（）？！；\u3000…\xa0～％．a\u0301\u0308é①中文 \n"
+
+
+@given(st.text(alphabet=st.sampled_from(list(TRICKY))))
+def test_fast_nfkc_equals_unicodedata(text: str) -> None:
+    assert nfkc(text) == unicodedata.normalize("NFKC", text)

@@ -6,8 +6,8 @@ For a document with features f_j of weight w_j and 64-bit hashes h_j::
     fingerprint bit i = 1  iff  s_i > 0
 
 Bit i is ``(h >> i) & 1``. Documents whose fingerprints differ in few bits share most of their
-heavy features. The batch version computes all ``s`` at once as a ``(features, 64)`` matrix of
-+-1 signs scaled by the weights and summed per document; it equals the plain per-feature loop
+heavy features. The batch version computes all ``s`` of a block of documents with one batched
+matrix product of weights and hash bits; it equals the plain per-feature loop
 bit for bit (``tests/test_simhash.py``) and the PyPI ``simhash`` package given the same hashes
 and weights (``bench/features.py``).
 
@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 BITS = 64
-_CHUNK_FEATURES = 65_536  # features per matrix step: bounds memory at 65536 * 64 * 4 bytes
+_CHUNK_FEATURES = 65_536  # padded features per block: bounds memory at 65536 * 64 * 8 bytes
 _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
@@ -50,34 +50,42 @@ def simhash_many(
     out = np.zeros(len(hashes), dtype=np.uint64)
     if sizes.sum() == 0:
         return out
-    all_hashes = np.concatenate([np.asarray(h, dtype=np.uint64) for h in hashes])
-    # float32 first: sums of float32 values of similar magnitude are exact in float64, so the
-    # result does not depend on summation order (batch == per-feature loop, bit for bit).
-    all_weights = np.concatenate([np.asarray(w, dtype=np.float32) for w in weights]).astype(
-        np.float64
-    )
-    owner = np.repeat(np.arange(len(hashes)), sizes)  # sorted: documents are contiguous
-    sums = np.zeros((len(hashes), BITS), dtype=np.float64)
-    for start in range(0, len(all_hashes), _CHUNK_FEATURES):
-        stop = start + _CHUNK_FEATURES
-        chunk_owner = owner[start:stop]
-        firsts = np.flatnonzero(np.r_[True, chunk_owner[1:] != chunk_owner[:-1]])
-        signed = _signed(all_hashes[start:stop], all_weights[start:stop])
-        sums[chunk_owner[firsts]] += np.add.reduceat(signed, firsts, axis=0)
-    bits = (sums > 0).astype(np.uint8)
-    packed = np.packbits(bits, axis=1, bitorder="little")  # (n, 8): byte k holds bits 8k..8k+7
-    out[:] = packed.view("<u8").ravel()
+    width = int(sizes.max())
+    step = max(1, _CHUNK_FEATURES // width)
+    for start in range(0, len(hashes), step):
+        stop = min(start + step, len(hashes))
+        out[start:stop] = _fingerprint_block(
+            hashes[start:stop], weights[start:stop], sizes[start:stop], width
+        )
     return out
 
 
-def _signed(
-    hashes: npt.NDArray[np.uint64], weights: npt.NDArray[np.float64]
-) -> npt.NDArray[np.float64]:
-    """``(m, 64)``: +w where the hash bit is 1, -w where it is 0."""
-    bits = np.unpackbits(
-        hashes.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little"
-    )
-    return (bits.astype(np.float64) * 2.0 - 1.0) * weights[:, None]
+def _fingerprint_block(
+    hashes: Sequence[npt.NDArray[np.uint64]],
+    weights: Sequence[npt.NDArray[np.floating]],
+    sizes: npt.NDArray[np.int64],
+    width: int,
+) -> npt.NDArray[np.uint64]:
+    """Documents padded to ``width`` features (weight 0), summed with one batched matmul.
+
+    ``s_i = sum_j (+w_j if bit else -w_j) = 2 * sum_j w_j * bit_ij - sum_j w_j``.
+    Weights are float32 values summed in float64: such sums are exact, so the result does not
+    depend on the order of summation (batch == per-feature loop, bit for bit).
+    """
+    n = len(sizes)
+    rows = np.repeat(np.arange(n), sizes)
+    cols = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    padded_h = np.zeros((n, width), dtype="<u8")
+    padded_w = np.zeros((n, width), dtype=np.float64)
+    padded_h[rows, cols] = np.concatenate([np.asarray(h, dtype=np.uint64) for h in hashes])
+    padded_w[rows, cols] = np.concatenate(
+        [np.asarray(w, dtype=np.float32) for w in weights]
+    ).astype(np.float64)
+    bits = np.unpackbits(padded_h.view(np.uint8).reshape(n, width, 8), axis=2, bitorder="little")
+    ones = np.matmul(padded_w[:, None, :], bits.astype(np.float64))[:, 0, :]  # (n, 64)
+    sums = 2.0 * ones - padded_w.sum(axis=1)[:, None]
+    packed = np.packbits(sums > 0, axis=1, bitorder="little")  # byte k holds bits 8k..8k+7
+    return packed.view("<u8").ravel().astype(np.uint64)
 
 
 def simhash(hashes: npt.NDArray[np.uint64], weights: npt.NDArray[np.floating]) -> int:

@@ -1,0 +1,93 @@
+"""Real text for benchmarks: the corpora of ../shared/data, optionally resampled to a size.
+
+Resampling draws whole real documents with replacement (seeded) and gives each copy its own id;
+every figure computed on a resampled corpus says so.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+def shared_data() -> Path:
+    for candidate in (
+        os.environ.get("RECENGINE_SHARED_DATA", ""),
+        Path(__file__).resolve().parents[2] / "shared" / "data",
+        "/work/shared/data",
+    ):
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    raise SystemExit("real corpora not found: set RECENGINE_SHARED_DATA to ../shared/data")
+
+
+@dataclass(frozen=True)
+class Doc:
+    id: str
+    title: str
+    content: str
+    category: str | None
+    tags: tuple[str, ...]
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "content": self.content,
+            "category": self.category,
+            "tags": list(self.tags),
+        }
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.title.encode("utf-8")) + len(self.content.encode("utf-8"))
+
+
+def csdn(data: Path) -> list[Doc]:
+    csv.field_size_limit(1 << 30)
+    with (data / "csdn-blog-100" / "csdn_blog_100.tsv").open(encoding="utf-8") as handle:
+        return [
+            Doc(f"csdn/{r[0]}", r[1], r[7], None, tuple(t for t in r[2].split() if t))
+            for r in csv.reader(handle, delimiter="\t")
+        ]
+
+
+def jsonl(data: Path, name: str, prefix: str) -> list[Doc]:
+    docs = []
+    with (data / name).open(encoding="utf-8") as handle:
+        for line in handle:
+            r = json.loads(line)
+            docs.append(
+                Doc(
+                    f"{prefix}/{r['id']}",
+                    r["title"],
+                    r["body"],
+                    r.get("category"),
+                    tuple(r.get("tags") or ()),
+                )
+            )
+    return docs
+
+
+def real_docs(data: Path | None = None) -> list[Doc]:
+    """All 2,529 real documents: CSDN blogs, JavaGuide articles, CSL paper abstracts."""
+    data = data or shared_data()
+    return (
+        csdn(data)
+        + jsonl(data, "javaguide/javaguide.jsonl", "javaguide")
+        + jsonl(data, "csl-papers/csl_papers.jsonl", "csl")
+    )
+
+
+def resample(docs: list[Doc], n: int, seed: int = 7) -> list[Doc]:
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        d = docs[rnd.randrange(len(docs))]
+        out.append(Doc(f"r{i}/{d.id}", d.title, d.content, d.category, d.tags))
+    return out

@@ -1,0 +1,174 @@
+"""Feature extraction throughput: clean, tokenize, TF-IDF, simhash, and end-to-end ingest.
+
+Data: the 2,529 real documents of ../shared/data (CSDN blogs, JavaGuide, CSL abstracts),
+resampled with replacement to ``--docs`` documents (20,000 by default). MB are the UTF-8 bytes
+of each record's title + content as received (HTML included), for every stage, so stage rates
+are comparable with each other and with end-to-end ingest.
+
+References run in the same process, on the same documents:
+
+* the bare tokenizer backend (``rjieba`` ``cut``, HMM off, on the cleaned text): the floor
+  that end-to-end ingest is compared with;
+* the PyPI ``simhash`` package (2.1.2) computing fingerprints from the same features, weights
+  and 64-bit feature hash (its values are checked equal to ours).
+
+Each stage runs ``--repeat`` times; the median is reported. Usage::
+
+    python -m bench.features [--docs 20000] [--repeat 3] [--jieba-docs 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.corpus import Doc, real_docs, resample
+from recengine.config import TokenizerSettings, load_settings
+from recengine.features.fingerprint import fingerprints
+from recengine.features.hashing import term_hash
+from recengine.features.tfidf import TfidfVectorizer, fit_idf
+from recengine.pipeline.featurize import Featurizer, text_of
+from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.reindex import reindex
+from recengine.storage.db import make_engine, make_session_factory
+from recengine.storage.migrate import upgrade
+from recengine.text.tokenize import build_tokenizer
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """Median seconds of ``repeat`` runs, and the last result."""
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def row(name: str, seconds: float, n_docs: int, n_bytes: int) -> dict[str, Any]:
+    return {
+        "stage": name,
+        "seconds": seconds,
+        "docs_s": n_docs / seconds,
+        "mb_s": n_bytes / seconds / 1e6,
+    }
+
+
+def pypi_simhash(vectors: list[Any], top_n: int) -> list[int]:
+    from simhash import Simhash
+
+    def hashfunc(data: bytes) -> int:
+        return term_hash(data.decode("utf-8"))
+
+    return [
+        Simhash(
+            list(zip(v.terms[:top_n], v.weights[:top_n].tolist(), strict=True)),
+            f=64,
+            hashfunc=hashfunc,
+        ).value
+        for v in vectors
+    ]
+
+
+def ingest_run(docs: list[Doc], settings_dir: Path, repeat: int) -> float:
+    """Median seconds to ingest ``docs`` (all new) into SQLite with an active model."""
+    settings = load_settings(
+        {"data_dir": str(settings_dir), "database_url": f"sqlite:///{settings_dir / 'bench.db'}"}
+    )
+    engine = make_engine(settings.resolved_database_url)
+    upgrade(engine)
+    factory = make_session_factory(engine)
+    featurizer = Featurizer(settings)
+    ingester = Ingester(factory, featurizer)
+    ingester.ingest_records(d.record() for d in docs[:2000])  # a model to vectorise with
+    reindex(factory=factory, featurizer=featurizer)
+    rounds = iter(range(repeat))
+
+    def one() -> None:
+        k = next(rounds)
+        summary = ingester.ingest_records({**d.record(), "id": f"{k}/{d.id}"} for d in docs)
+        assert summary.inserted == len(docs), summary.as_dict()
+
+    seconds, _ = timed(one, repeat)
+    engine.dispose()
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--docs", type=int, default=20_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--jieba-docs",
+        type=int,
+        default=1_000,
+        help="documents for the (slow) reference jieba backend",
+    )
+    args = parser.parse_args()
+
+    real = real_docs()
+    docs = resample(real, args.docs)
+    n_bytes = sum(d.nbytes for d in docs)
+    print(
+        f"corpus: {len(real)} real documents of ../shared/data resampled to {len(docs)} "
+        f"({n_bytes / 1e6:.1f} MB of title + content); median of {args.repeat} runs"
+    )
+    rows = []
+
+    t, texts = timed(lambda: [text_of(d.title, d.content) for d in docs], args.repeat)
+    rows.append(row("clean", t, len(docs), n_bytes))
+
+    fast = build_tokenizer(TokenizerSettings(backend="rjieba"))
+    t, _ = timed(lambda: [fast.backend.cut(x) for x in texts], args.repeat)
+    rows.append(row("rjieba cut, bare (reference floor)", t, len(docs), n_bytes))
+    bare = t
+    t, counts = timed(lambda: [fast.term_counts(x) for x in texts], args.repeat)
+    rows.append(row("tokenize: rjieba + filter + counts", t, len(docs), n_bytes))
+
+    sub = docs[: args.jieba_docs]
+    sub_bytes = sum(d.nbytes for d in sub)
+    slow = build_tokenizer(TokenizerSettings(backend="jieba"))
+    t, _ = timed(lambda: [slow.backend.cut(x) for x in texts[: len(sub)]], 1)
+    rows.append(row(f"jieba cut, bare ({len(sub)} docs)", t, len(sub), sub_bytes))
+    t, _ = timed(lambda: [slow.term_counts(x) for x in texts[: len(sub)]], 1)
+    rows.append(row(f"tokenize: jieba + filter ({len(sub)} docs)", t, len(sub), sub_bytes))
+
+    settings = load_settings()
+    model = fit_idf(counts)
+    vectorizer = TfidfVectorizer(model, settings.features.vector_max_terms)
+    t, vectors = timed(lambda: [vectorizer.transform(c) for c in counts], args.repeat)
+    rows.append(row("tf-idf vectors", t, len(docs), n_bytes))
+
+    top_n = settings.features.simhash_top_n
+    t, ours = timed(lambda: fingerprints(vectors, top_n), args.repeat)
+    rows.append(row("simhash: recengine (numpy batch)", t, len(docs), n_bytes))
+    ours_s = t
+    ref_n = min(len(vectors), 5_000)
+    t, theirs = timed(lambda: pypi_simhash(vectors[:ref_n], top_n), 1)
+    theirs_s = t * len(vectors) / ref_n
+    rows.append(
+        row(f"simhash: PyPI simhash 2.1.2 ({ref_n} docs, scaled)", theirs_s, len(docs), n_bytes)
+    )
+    equal = [int(x) for x in ours[:ref_n]] == theirs
+
+    with tempfile.TemporaryDirectory() as tmp:
+        e2e = ingest_run(docs, Path(tmp), args.repeat)
+    rows.append(row("end-to-end ingest into SQLite (1 process)", e2e, len(docs), n_bytes))
+
+    print(f"\n{'stage':<52} {'seconds':>8} {'docs/s':>9} {'MB/s':>7}")
+    for r in rows:
+        print(f"{r['stage']:<52} {r['seconds']:>8.2f} {r['docs_s']:>9.0f} {r['mb_s']:>7.2f}")
+    print()
+    print(f"fingerprints equal to PyPI simhash on {ref_n} docs: {equal}")
+    print(f"simhash speed-up over PyPI simhash: {theirs_s / ours_s:.1f}x   (target >= 10x)")
+    print(f"end-to-end / bare rjieba throughput: {bare / e2e:.2f}   (target >= 0.7)")
+    print(f"end-to-end MB/s, fast backend, one core: {n_bytes / e2e / 1e6:.2f}   (target >= 8)")
+
+
+if __name__ == "__main__":
+    main()
