@@ -57,13 +57,16 @@ def test_rejections_are_listed_with_line_numbers(run, settings: Settings, tmp_pa
     path.write_bytes(
         b'{"id": "1", "title": "ok"}\n{broken\n{"id": "3", "title": "\xff"}\n'
         b'{"id": "4", "title": "t", "published_at": "soon"}\n{"id": "5", "content": "ok"}\n'
+        b'{"id": "6", "title": "nul \\u0000 inside"}\n{"id": "7", "title": "\\udc80"}\n'
     )
     result = run("ingest", str(path))
     assert result.exit_code == 1
-    assert "inserted 2" in result.output and "rejected 3" in result.output
+    assert "inserted 2" in result.output and "rejected 5" in result.output
     assert "line 2: invalid JSON" in result.output
     assert "line 3: invalid UTF-8" in result.output
     assert "line 4 (id 4): published_at" in result.output
+    assert "line 6 (id 6): title: must not contain NUL" in result.output
+    assert "line 7 (id 7): title: " in result.output and "unicode" in result.output
     assert "Traceback" not in result.output
     assert counts(settings)[0] == 2
 

@@ -67,6 +67,9 @@ def test_naive_time_read_in_configured_zone() -> None:
         ({"id": "x", "title": "t", "tags": "a" * 300}, "tags"),
         ({"id": "x" * 300, "title": "t"}, "id"),
         ({"id": "x", "title": 5}, "title"),
+        ({"id": "x", "title": "t", "content": "a\x00b"}, "content: must not contain NUL"),
+        ({"id": "x", "title": "t\udc80"}, "title: .*unicode"),
+        ({"id": "x", "title": "t", "tags": ["ok", "b\x00"]}, "tags"),
     ],
 )
 def test_rejections_name_the_field(data: dict[str, object], message: str) -> None:

@@ -43,6 +43,18 @@ class ArticleRecord(BaseModel):
     author: ShortText | None = None
     published_at: datetime | None = None
 
+    @field_validator("*", mode="after")
+    @classmethod
+    def _storable_text(cls, value: Any) -> Any:
+        """Text both databases can store: no NUL (PostgreSQL refuses it in text columns).
+
+        Lone surrogates (``"\\udc80"`` in JSON) are already refused by pydantic's str type.
+        """
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and "\x00" in text:
+                raise ValueError("must not contain NUL characters")
+        return value
+
     @field_validator("id", mode="before")
     @classmethod
     def _id_text(cls, value: Any) -> Any:
