@@ -32,6 +32,8 @@ class _Group(click.Group):
             raise
         except RecengineError as exc:
             _fail(ctx, f"error: {exc}", EXIT_BAD_INPUT)
+        except OSError as exc:  # unreadable files, full disks, permissions
+            _fail(ctx, f"error: {exc}", EXIT_BAD_INPUT)
         except OperationalError as exc:
             _fail(ctx, f"error: cannot use the database: {exc.orig}", EXIT_BAD_INPUT)
         except SQLAlchemyError as exc:

@@ -43,8 +43,7 @@ _ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
 # The characters that most often keep Chinese text from being NFKC-normal (counted on the real
 # corpora), with their NFKC forms.
 _COMMON_FOLDS = tuple(
-    (c, unicodedata.normalize("NFKC", c))
-    for c in "，：（）？！；\u3000…\xa0～％．－／｜＜＞"
+    (c, unicodedata.normalize("NFKC", c)) for c in "，：（）？！；\u3000…\xa0～％．－／｜＜＞"
 )
 
 
