@@ -55,9 +55,17 @@ class TokenizerSettings(_Section):
 
 class FeatureSettings(_Section):
     simhash_bits: Literal[64] = 64
-    simhash_top_n: int = Field(default=20, ge=1, le=100_000)
+    simhash_top_n: int = Field(default=0, ge=0, le=100_000)
+    strip_boilerplate: bool = True
     vector_max_terms: int = Field(default=128, ge=1, le=100_000)
-    hamming_k: int = Field(default=3, ge=0, le=31)
+    hamming_k: int = Field(default=8, ge=0, le=31)
+
+
+class NearDupSettings(_Section):
+    min_cosine: float = Field(default=0.9, ge=0.0, le=1.0)
+    refresh_interval: float = Field(default=0.0, ge=0.0, le=3600.0)
+    save_after: int = Field(default=10_000, ge=1)
+    index_file: str = "neardup.idx"
 
 
 class IngestSettings(_Section):
@@ -91,6 +99,7 @@ class Settings(BaseSettings):
     allow_open_writes: bool = False
     tokenizer: TokenizerSettings = TokenizerSettings()
     features: FeatureSettings = FeatureSettings()
+    neardup: NearDupSettings = NearDupSettings()
     ingest: IngestSettings = IngestSettings()
 
     @field_validator("database_url")

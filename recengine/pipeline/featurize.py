@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from recengine.config import Settings
-from recengine.features.fingerprint import fingerprints
+from recengine.features.fingerprint import count_fingerprints, fingerprints
 from recengine.features.hashing import TermHasher
 from recengine.features.tfidf import IdfModel, TfidfVectorizer
+from recengine.text.boilerplate import strip_boilerplate
 from recengine.text.clean import clean
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 
@@ -36,9 +37,15 @@ class FeatureRow:
     n_tokens: int
 
 
-def text_of(title: str, content: str) -> str:
-    """The text that is tokenized: the clean title, a line break, the clean content."""
-    return clean(title) + "\n" + clean(content)
+def text_of(title: str, content: str, strip: bool = True) -> str:
+    """The text that is tokenized: the clean title, a line break, the clean content.
+
+    Args:
+        strip: remove repost boilerplate lines at the head and tail of the content
+            (``features.strip_boilerplate``; see :mod:`recengine.text.boilerplate`).
+    """
+    body = clean(content)
+    return clean(title) + "\n" + (strip_boilerplate(body) if strip else body)
 
 
 def text_hash(text: str) -> str:
@@ -59,8 +66,12 @@ class Featurizer:
         self.tokenizer = tokenizer or build_tokenizer(settings.tokenizer)
         self.hasher = TermHasher()
 
+    def text(self, title: str, content: str) -> str:
+        """:func:`text_of` under these settings."""
+        return text_of(title, content, self.settings.features.strip_boilerplate)
+
     def analyze(self, title: str, content: str) -> TextStats:
-        return self.count(text_of(title, content))
+        return self.count(self.text(title, content))
 
     def count(self, text: str) -> TextStats:
         """Term counts of an already cleaned text (see :func:`text_of`)."""
@@ -71,7 +82,10 @@ class Featurizer:
         f = self.settings.features
         vectorizer = TfidfVectorizer(model, f.vector_max_terms, hasher=self.hasher)
         vectors = [vectorizer.transform(s.counts) for s in stats]
-        prints = fingerprints(vectors, f.simhash_top_n).tolist()
+        if f.simhash_top_n:
+            prints = fingerprints(vectors, f.simhash_top_n).tolist()
+        else:
+            prints = count_fingerprints([s.counts for s in stats], model, self.hasher).tolist()
         return [
             FeatureRow(fingerprint=p, vector=v.to_bytes(), n_tokens=s.n_tokens)
             for p, v, s in zip(prints, vectors, stats, strict=True)
@@ -92,5 +106,10 @@ def model_params(settings: Settings) -> dict[str, Any]:
             "drop_pos": list(t.drop_pos),
             "min_cjk_chars": t.min_cjk_chars,
         },
-        "features": {"simhash_top_n": f.simhash_top_n, "vector_max_terms": f.vector_max_terms},
+        "features": {
+            "simhash_top_n": f.simhash_top_n,
+            "fingerprint": "tfidf-all-terms" if f.simhash_top_n == 0 else "tfidf-top-n",
+            "strip_boilerplate": f.strip_boilerplate,
+            "vector_max_terms": f.vector_max_terms,
+        },
     }

@@ -7,8 +7,9 @@ For each batch:
 3. outside any transaction, clean and tokenize the new and changed texts (the expensive part);
 4. one write transaction: take the next change sequence number (this orders writers), read the
    rows again under that lock and redo step 3 for any a concurrent writer changed meanwhile,
-   then insert / update articles and their features for the active IDF model. A batch commits
-   whole or not at all, so a crash leaves every batch either fully in or fully out.
+   then insert / update articles and their features for the active IDF model, and update the
+   near-duplicate clusters the batch touches (``pipeline.dedup``). A batch commits whole or
+   not at all, so a crash leaves every batch (with its clusters) either fully in or fully out.
 
 Upsert by the caller's id: an identical record changes nothing ("unchanged"); a changed record is
 rewritten, and its features recomputed only when its text changed; a deleted article that is
@@ -26,8 +27,9 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from recengine.errors import InvalidRecord
-from recengine.pipeline.featurize import Featurizer, TextStats, model_params, text_hash, text_of
+from recengine.errors import InvalidRecord, NotFound
+from recengine.pipeline.dedup import Deduplicator
+from recengine.pipeline.featurize import Featurizer, TextStats, model_params, text_hash
 from recengine.pipeline.models import ModelCache
 from recengine.pipeline.readers import RawRecord
 from recengine.pipeline.records import ArticleRecord, parse_record
@@ -35,6 +37,7 @@ from recengine.storage.articles import (
     ExistingArticle,
     find_existing,
     insert_articles,
+    soft_delete,
     update_articles,
 )
 from recengine.storage.db import transaction
@@ -89,14 +92,21 @@ class Ingester:
     Args:
         factory: session factory of the database.
         featurizer: text -> features.
+        dedup: near-duplicate cluster maintenance (built from the settings when omitted).
     """
 
-    def __init__(self, factory: sessionmaker[Session], featurizer: Featurizer) -> None:
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        featurizer: Featurizer,
+        dedup: Deduplicator | None = None,
+    ) -> None:
         self.factory = factory
         self.featurizer = featurizer
         self.settings = featurizer.settings
         self.models = ModelCache(model_params(self.settings))
         self.zone = ZoneInfo(self.settings.ingest.naive_timezone)
+        self.dedup = dedup or Deduplicator(self.settings)
 
     def ingest_raw(self, raw: Iterable[RawRecord]) -> IngestSummary:
         """Validate and upsert records read from a file, batch by batch."""
@@ -141,12 +151,33 @@ class Ingester:
         summary.unchanged += len(latest) - len(todo)
         if not todo:
             return
-        texts = {rid: text_of(latest[rid].title, latest[rid].content) for rid in todo}
+        texts = {rid: self.featurizer.text(latest[rid].title, latest[rid].content) for rid in todo}
         # Tokenizing is the expensive part: do it outside the write lock, and not at all while
         # there is no model to use the counts (the first reindex tokenizes everything anyway).
         stats = {rid: self.featurizer.count(texts[rid]) for rid in todo} if has_model else {}
-        with transaction(self.factory) as session:
+        with self.dedup.pending(), transaction(self.factory) as session:
             self._write(session, latest, hashes, texts, stats, summary)
+
+    def delete(self, external_ids: list[str]) -> int:
+        """Soft-delete articles by caller id, in one transaction; their clusters are updated.
+
+        Returns:
+            How many live articles were deleted.
+
+        Raises:
+            NotFound: none of the ids names a live article (nothing is changed).
+        """
+        with self.dedup.pending(), transaction(self.factory) as session:
+            state = begin_write(session=session)
+            found = find_existing(session=session, external_ids=external_ids)
+            live = [a.id for a in found.values() if not a.deleted]
+            if not live:
+                raise NotFound(f"no live article with id {', '.join(external_ids[:5])}")
+            now = datetime.now(UTC)
+            for article_id in live:
+                soft_delete(session=session, article_id=article_id, seq=state.seq, now=now)
+            self.dedup.update(session, live)
+        return len(live)
 
     def _write(
         self,
@@ -180,7 +211,8 @@ class Ingester:
         ids = insert_articles(session=session, rows=inserts)
         update_articles(session=session, rows=updates)
         ids.update({rid: existing[rid].id for rid in existing})
-        summary.changed_ids.extend(ids[rid] for rid in texts if rid in ids)
+        changed = [ids[rid] for rid in texts if rid in ids]
+        summary.changed_ids.extend(changed)
         model = self.models.get(session=session, version=state.active_model_version)
         if model is None or state.active_model_version is None:
             summary.features_pending += len(feature_ids)
@@ -202,6 +234,7 @@ class Ingester:
                 for rid, f in zip(feature_ids, rows, strict=True)
             ],
         )
+        self.dedup.update(session, changed)
 
 
 def _changed(old: ExistingArticle | None, record_hash: str) -> bool:

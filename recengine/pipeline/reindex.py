@@ -24,6 +24,7 @@ from typing import IO
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.features.tfidf import IdfModel
+from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer, TextStats, model_params
 from recengine.storage.articles import changed_since, texts_after
 from recengine.storage.db import transaction
@@ -47,15 +48,20 @@ def reindex(
     featurizer: Featurizer,
     batch_size: int = 1_000,
     progress: Progress | None = None,
+    dedup: Deduplicator | None = None,
 ) -> ReindexResult:
-    """Rebuild the IDF model and all features; switch readers to them atomically.
+    """Rebuild the IDF model, all features and the near-duplicate clusters; switch readers to
+    them atomically.
 
     Args:
         factory: session factory.
         featurizer: tokenizer and feature settings.
         batch_size: articles per read / write transaction.
         progress: called with the number of articles just processed (pass 1 and pass 2).
+        dedup: cluster maintenance (built from the featurizer's settings when omitted); the
+            clusters are recomputed under the new model inside the switch transaction.
     """
+    dedup = dedup or Deduplicator(featurizer.settings)
     with transaction(factory) as session:
         start = read_state(session=session)
     with tempfile.TemporaryFile(prefix="recengine-reindex-") as spool:
@@ -75,7 +81,9 @@ def reindex(
                 _write_features(session, featurizer, model, version, stats)
             if progress:
                 progress(len(stats))
-    caught_up = _catch_up(factory, featurizer, model, version, start.seq, batch_size)
+    with dedup.pending():
+        caught_up = _catch_up(factory, featurizer, model, version, start.seq, batch_size, dedup)
+    dedup.save()
     return ReindexResult(version, model.n_docs, len(model.df), caught_up)
 
 
@@ -142,8 +150,9 @@ def _catch_up(
     version: int,
     seq: int,
     batch_size: int,
+    dedup: Deduplicator,
 ) -> int:
-    """Recompute articles changed since ``seq`` under the new model, then switch to it."""
+    """Recompute articles changed since ``seq`` under the new model, switch to it, recluster."""
     # (seq + 1, 0) is the position just after every row of sequence number seq.
     position, done = (seq + 1, 0), 0
 
@@ -167,4 +176,5 @@ def _catch_up(
             pass
         set_active_model(session=session, version=version)
         drop_other_versions(session=session, keep=version)
+        dedup.recluster(session)
     return done

@@ -1,0 +1,1 @@
+"""Use cases that read: related articles, duplicates, feeds."""

@@ -1,0 +1,134 @@
+"""Reading near-duplicate clusters: the duplicates of one article, and every cluster.
+
+Clusters come from SQL (``cluster_members``), which ingest and reindex keep right, so every
+process answers the same without an index. For a reviewer, each duplicate of an article comes
+with the verdict of :class:`recengine.features.neardup.NearDupCriterion` on the pair: the Hamming
+distance of the fingerprints, the verification score (cosine of the TF-IDF vectors) and the
+terms that contribute most to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from recengine.errors import NotFound
+from recengine.features.neardup import NearDupCriterion
+from recengine.features.tfidf import SparseVector
+from recengine.storage.articles import get_article
+from recengine.storage.clusters import canonical_of, iter_members, members_of
+from recengine.storage.features import features_of
+from recengine.storage.models import Article
+from recengine.storage.state import read_state
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """One other article of the cluster, judged against the asked-for article.
+
+    Attributes:
+        id: its caller id.
+        canonical: whether it is the cluster's canonical article.
+        distance: Hamming distance of its fingerprint to the asked-for article's.
+        score: cosine of the two TF-IDF vectors (the verification score).
+        shared_terms: the terms contributing most to that cosine.
+        distance_to_canonical: as stored in the cluster (0 for the canonical itself).
+    """
+
+    id: str
+    canonical: bool
+    distance: int
+    score: float
+    shared_terms: tuple[str, ...]
+    distance_to_canonical: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "shared_terms": list(self.shared_terms)}
+
+
+@dataclass(frozen=True)
+class DuplicatesOf:
+    """The cluster of an article: its canonical and every other member, canonical first."""
+
+    article: str
+    canonical: str
+    duplicates: list[Duplicate]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "article": self.article,
+            "canonical": self.canonical,
+            "duplicates": [d.as_dict() for d in self.duplicates],
+        }
+
+
+def duplicates_of(
+    *, session: Session, external_id: str, criterion: NearDupCriterion
+) -> DuplicatesOf:
+    """The near-duplicates of the article with caller id ``external_id``.
+
+    Raises:
+        NotFound: no live article has that id.
+    """
+    article = get_article(session=session, external_id=external_id)
+    if article is None:
+        raise NotFound(f"no article with id {external_id!r}")
+    row = canonical_of(session=session, article_id=article.id)
+    head = row.canonical_id if row else article.id
+    rows = members_of(session=session, canonical_id=head)
+    cluster = {head: 0, **{r.article_id: r.distance for r in rows}}
+    cluster.pop(article.id)
+    version = read_state(session=session).active_model_version
+    feats = {
+        r.article_id: (r.fingerprint, SparseVector.from_bytes(r.vector))
+        for r in features_of(
+            session=session, version=version or 0, article_ids=[article.id, *cluster]
+        )
+    }
+    names = {a.id: a.external_id for a in _articles(session, [head, *cluster])}
+    out = []
+    for other, to_canonical in cluster.items():
+        if other not in feats or article.id not in feats:
+            continue
+        verdict = criterion.judge(*feats[article.id], *feats[other])
+        out.append(
+            Duplicate(
+                names[other],
+                other == head,
+                verdict.distance,
+                round(verdict.score, 4),
+                verdict.shared_terms,
+                to_canonical,
+            )
+        )
+    out.sort(key=lambda d: (not d.canonical, d.distance, d.id))
+    return DuplicatesOf(external_id, names.get(head, external_id), out)
+
+
+def clusters(*, session: Session) -> Iterator[dict[str, Any]]:
+    """Every cluster of two or more: ``{"canonical": id, "members": [{"id", "distance",
+    "score"}, ...]}``, members by distance to the canonical, then id."""
+    current: dict[str, Any] | None = None
+    for page in iter_members(session=session):
+        for canonical, member, distance, score in page:
+            if current is None or current["canonical"] != canonical:
+                if current is not None:
+                    yield _sorted(current)
+                current = {"canonical": canonical, "members": []}
+            current["members"].append(
+                {"id": member, "distance": distance, "score": round(score or 0.0, 4)}
+            )
+    if current is not None:
+        yield _sorted(current)
+
+
+def _sorted(cluster: dict[str, Any]) -> dict[str, Any]:
+    cluster["members"].sort(key=lambda m: (m["distance"], m["id"]))
+    return cluster
+
+
+def _articles(session: Session, ids: list[int]) -> list[Article]:
+    return [a for i in ids if (a := session.get(Article, i)) is not None]

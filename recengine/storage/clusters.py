@@ -1,0 +1,129 @@
+"""Near-duplicate cluster rows: ``cluster_members`` (member -> canonical, distance, score).
+
+A canonical article has no row of its own; each other member of its cluster has one. An article
+with no row that no row points to is a singleton.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Row, delete, insert, or_, select
+from sqlalchemy.orm import Session, aliased
+
+from recengine.storage.articles import IN_CHUNK
+from recengine.storage.models import Article, ClusterMember
+
+
+@dataclass(frozen=True)
+class MemberRow:
+    article_id: int
+    canonical_id: int
+    distance: int
+    score: float | None
+
+
+def rows_touching(*, session: Session, article_ids: Sequence[int]) -> list[MemberRow]:
+    """Rows whose member or canonical is one of ``article_ids``."""
+    out: list[MemberRow] = []
+    ids = list(article_ids)
+    for start in range(0, len(ids), IN_CHUNK):
+        chunk = ids[start : start + IN_CHUNK]
+        rows = session.execute(
+            select(ClusterMember).where(
+                or_(ClusterMember.article_id.in_(chunk), ClusterMember.canonical_id.in_(chunk))
+            )
+        ).scalars()
+        out.extend(MemberRow(r.article_id, r.canonical_id, r.distance, r.score) for r in rows)
+    return out
+
+
+def replace_rows(
+    *, session: Session, article_ids: Sequence[int], rows: Sequence[MemberRow]
+) -> None:
+    """Delete the rows of ``article_ids`` (as members or canonicals), then insert ``rows``."""
+    ids = list(article_ids)
+    for start in range(0, len(ids), IN_CHUNK):
+        chunk = ids[start : start + IN_CHUNK]
+        session.execute(
+            delete(ClusterMember).where(
+                or_(ClusterMember.article_id.in_(chunk), ClusterMember.canonical_id.in_(chunk))
+            )
+        )
+    insert_rows(session=session, rows=rows)
+
+
+def insert_rows(*, session: Session, rows: Sequence[MemberRow]) -> None:
+    if rows:
+        session.execute(insert(ClusterMember), [r.__dict__ for r in rows])
+
+
+def delete_all(*, session: Session) -> None:
+    session.execute(delete(ClusterMember))
+
+
+def published(*, session: Session, article_ids: Sequence[int]) -> dict[int, datetime | None]:
+    """``published_at`` of the given articles (the canonical order's first key)."""
+    out: dict[int, datetime | None] = {}
+    ids = list(article_ids)
+    for start in range(0, len(ids), IN_CHUNK):
+        rows = session.execute(
+            select(Article.id, Article.published_at).where(
+                Article.id.in_(ids[start : start + IN_CHUNK])
+            )
+        )
+        out.update({r.id: r.published_at for r in rows})
+    return out
+
+
+def canonical_of(*, session: Session, article_id: int) -> MemberRow | None:
+    """The row of ``article_id`` if it is a member (None: a canonical or a singleton)."""
+    row = session.get(ClusterMember, article_id)
+    if row is None:
+        return None
+    return MemberRow(row.article_id, row.canonical_id, row.distance, row.score)
+
+
+def members_of(*, session: Session, canonical_id: int) -> list[MemberRow]:
+    rows = session.execute(
+        select(ClusterMember)
+        .where(ClusterMember.canonical_id == canonical_id)
+        .order_by(ClusterMember.article_id)
+    ).scalars()
+    return [MemberRow(r.article_id, r.canonical_id, r.distance, r.score) for r in rows]
+
+
+def iter_members(
+    *, session: Session, page: int = 10_000
+) -> Iterator[Sequence[Row[str, str, int, float | None]]]:
+    """Pages of ``(canonical external id, member external id, distance, score)``, grouped by
+    canonical (ordered by canonical internal id, then member id)."""
+    canonical = aliased(Article)
+    member = aliased(Article)
+    position = (-1, -1)
+    while True:
+        c, m = position
+        rows = session.execute(
+            select(
+                ClusterMember.canonical_id,
+                ClusterMember.article_id,
+                canonical.external_id,
+                member.external_id,
+                ClusterMember.distance,
+                ClusterMember.score,
+            )
+            .join(canonical, canonical.id == ClusterMember.canonical_id)
+            .join(member, member.id == ClusterMember.article_id)
+            .where(
+                (ClusterMember.canonical_id > c)
+                | ((ClusterMember.canonical_id == c) & (ClusterMember.article_id > m))
+            )
+            .order_by(ClusterMember.canonical_id, ClusterMember.article_id)
+            .limit(page)
+        ).all()
+        if not rows:
+            return
+        yield [r.tuple()[2:] for r in rows]  # type: ignore[misc]
+        position = (rows[-1][0], rows[-1][1])
