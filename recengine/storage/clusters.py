@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Row, delete, insert, or_, select
+from sqlalchemy import delete, insert, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from recengine.storage.articles import IN_CHUNK
@@ -97,7 +97,7 @@ def members_of(*, session: Session, canonical_id: int) -> list[MemberRow]:
 
 def iter_members(
     *, session: Session, page: int = 10_000
-) -> Iterator[Sequence[Row[str, str, int, float | None]]]:
+) -> Iterator[list[tuple[str, str, int, float | None]]]:
     """Pages of ``(canonical external id, member external id, distance, score)``, grouped by
     canonical (ordered by canonical internal id, then member id)."""
     canonical = aliased(Article)
@@ -125,5 +125,5 @@ def iter_members(
         ).all()
         if not rows:
             return
-        yield [r.tuple()[2:] for r in rows]  # type: ignore[misc]
+        yield [(r[2], r[3], r[4], r[5]) for r in rows]
         position = (rows[-1][0], rows[-1][1])
