@@ -9,7 +9,7 @@ Two steps (measured on real reposts, BENCHMARKS.md "Near-duplicate quality"):
    finds about two thirds of real reposts. A radius of 8 finds ~95%, but lets in unrelated
    pairs of articles on the same topic (e.g. parts of a series);
 2. **verification**: the cosine of the two stored TF-IDF vectors (top terms, unit length)
-   ``>= min_cosine`` (``neardup.min_cosine``, default 0.9). The cosine is what the fingerprint
+   ``>= min_cosine`` (``neardup.min_cosine``, default 0.93). The cosine is what the fingerprint
    only estimates (with the noise of 64 random bits), so it separates reposts (median 0.99)
    from same-topic articles (rarely above 0.8) far better than a tighter radius would.
 

@@ -8,7 +8,8 @@ FAISS's hash index cannot remove entries, so the index keeps its own arrays, by 
 label FAISS stores): ``ids_[pos]`` the caller's id and ``alive_[pos]``. Removing or replacing an
 id marks its old position dead; searches drop dead positions, so a deleted or updated article
 never comes back. When dead positions exceed a quarter of all, the FAISS index is rebuilt from
-the live ones (amortised O(1) per change).
+the live ones (amortised O(1) per change). The table layout is chosen for the number of stored
+fingerprints and chosen again (tables rebuilt) each time that number doubles.
 
 Array contracts: ids ``int64 (n,)``, non-negative and dense (SQL primary keys: the id -> position
 map is an array of ``max id + 1`` entries); fingerprints ``uint64 (n,)``; distances ``uint8``.
@@ -174,6 +175,11 @@ class NearDupIndex:
         if not len(id_arr):
             return
         self.remove(id_arr)
+        if self._forced is None and len(self) + len(id_arr) > 2 * max(self._layout_n, 512):
+            # grown past the size the tables were chosen for: rebuild with a layout for it
+            old_ids, old_fps = self.arrays()
+            self._build(np.concatenate([old_ids, id_arr]), np.concatenate([old_fps, fp_arr]))
+            return
         self._reserve(self._size + len(id_arr), int(id_arr.max()))
         start, stop = self._size, self._size + len(id_arr)
         self._fps[start:stop] = fp_arr
@@ -285,6 +291,7 @@ class NearDupIndex:
 
     def _build(self, ids: IdArray, fps: FpArray) -> None:
         self._layout = self._forced or choose_layout(self.k, len(ids))
+        self._layout_n = len(ids)
         index = faiss.IndexBinaryMultiHash(64, self._layout.nhash, self._layout.b)
         index.nflip = self._layout.nflip
         self._faiss = index

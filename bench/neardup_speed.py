@@ -1,0 +1,193 @@
+"""Near-duplicate index speed at 1M and 10M fingerprints: build, memory, queries, self-join.
+
+Data: uniformly random 64-bit fingerprints plus planted near-duplicates (``--planted`` pairs
+per million, each a copy of a random fingerprint with 1..k random bits flipped). Synthetic on
+purpose: speed depends on how fingerprints spread over the tables, and uniform is the worst
+case for bucket sizes of real simhashes (which are close to uniform). Quality is measured on
+real text by bench/neardup_quality.py.
+
+Compared side by side in this process:
+
+* recengine ``NearDupIndex`` (FAISS IndexBinaryMultiHash, layout chosen for k and n);
+* FAISS ``IndexBinaryFlat`` (exact brute force);
+* the PyPI ``simhash`` package's ``SimhashIndex`` (pure Python; only at sizes where building
+  it takes reasonable time: ``--simhash-max``).
+
+Single queries are timed one by one (half planted copies, half random); the batch figure is
+``search_many`` over 100,000 queries (FAISS spreads them over both cores). The self-join is
+``NearDupIndex.pairs()`` over every stored fingerprint; when the first chunk shows it would
+exceed ``--join-budget`` seconds, the rest is extrapolated from the chunks done (marked).
+
+Usage::
+
+    python -m bench.neardup_speed [--sizes 1000000 10000000] [--k 8 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import time
+
+import faiss
+import numpy as np
+import psutil
+
+from recengine.index.neardup import NearDupIndex, as_codes
+
+QUERIES = 2_000
+BATCH = 100_000
+
+
+def rss() -> int:
+    return int(psutil.Process(os.getpid()).memory_info().rss)
+
+
+def data(n: int, k: int, planted_per_m: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` fingerprints whose last ``m`` are planted copies of random earlier ones."""
+    rng = np.random.default_rng(seed)
+    m = planted_per_m * n // 1_000_000
+    fps = rng.integers(0, 2**64, size=n, dtype=np.uint64)
+    src = rng.choice(n - m, size=m, replace=False)
+    flips = np.zeros(m, np.uint64)
+    for i, nbits in enumerate(rng.integers(1, k + 1, size=m)):
+        for bit in rng.choice(64, size=nbits, replace=False):
+            flips[i] |= np.uint64(1) << np.uint64(bit)
+    fps[n - m :] = fps[src] ^ flips
+    return fps, np.stack([src, np.arange(n - m, n)], axis=1)
+
+
+def percentiles(times: list[float]) -> str:
+    p50, p99 = np.percentile(np.array(times) * 1e3, [50, 99])
+    return f"p50 {p50:.3f} ms  p99 {p99:.3f} ms"
+
+
+def single_queries(search: object, queries: np.ndarray) -> list[float]:
+    times = []
+    for q in queries.tolist():
+        start = time.perf_counter()
+        search(q)  # type: ignore[operator]
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def self_join(index: NearDupIndex, fps: np.ndarray, budget: float) -> tuple[float, object, bool]:
+    """Seconds for ``index.pairs()``, or an extrapolation from chunks when over budget."""
+    chunk = 1 << 18
+    start = time.perf_counter()
+    index.search_many(fps[:chunk])
+    first = time.perf_counter() - start
+    if first * len(fps) / chunk <= budget:
+        start = time.perf_counter()
+        pairs = index.pairs()
+        return time.perf_counter() - start, pairs, False
+    done, spent = chunk, first
+    while spent < budget / 2 and done < len(fps):
+        start = time.perf_counter()
+        index.search_many(fps[done : done + chunk])
+        spent += time.perf_counter() - start
+        done += chunk
+    return spent * len(fps) / done, None, True
+
+
+def run_recengine(fps: np.ndarray, planted: np.ndarray, k: int, budget: float) -> None:
+    gc.collect()
+    before = rss()
+    start = time.perf_counter()
+    index = NearDupIndex(k)
+    index.add(np.arange(len(fps)), fps)
+    build = time.perf_counter() - start
+    grown = rss() - before
+    rng = np.random.default_rng(2)
+    queries = np.concatenate(
+        [
+            fps[planted[rng.choice(len(planted), QUERIES // 2), 1]],
+            rng.integers(0, 2**64, QUERIES // 2, dtype=np.uint64),
+        ]
+    )
+    times = single_queries(lambda q: index.search(q), queries)
+    start = time.perf_counter()
+    index.search_many(fps[:BATCH])
+    batch = BATCH / (time.perf_counter() - start)
+    join, pairs, extrapolated = self_join(index, fps, budget)
+    found = "n/a (extrapolated)"
+    if pairs is not None:
+        got = set(zip(pairs.a.tolist(), pairs.b.tolist(), strict=True))  # type: ignore[attr-defined]
+        hit = sum((int(a), int(b)) in got for a, b in planted)
+        found = f"{hit}/{len(planted)} = {hit / len(planted):.4f}"
+    print(
+        f"  recengine k={k} {index.layout}: build {build:.1f} s, memory +{grown / 2**30:.2f} GiB "
+        f"(estimate {index.memory_bytes() / 2**30:.2f} GiB)"
+    )
+    print(f"    single query {percentiles(times)}; batch {batch:,.0f} queries/s")
+    print(
+        f"    self-join {join:.1f} s{' (EXTRAPOLATED)' if extrapolated else ''}; "
+        f"planted pairs found {found}"
+    )
+
+
+def run_flat(fps: np.ndarray, k: int) -> None:
+    gc.collect()
+    before = rss()
+    start = time.perf_counter()
+    flat = faiss.IndexBinaryFlat(64)
+    flat.add(as_codes(fps))
+    build = time.perf_counter() - start
+    grown = rss() - before
+    queries = fps[:200]
+    times = single_queries(
+        lambda q: flat.range_search(as_codes(np.array([q], np.uint64)), k + 1), queries
+    )
+    start = time.perf_counter()
+    flat.range_search(as_codes(fps[:2_000]), k + 1)
+    batch = 2_000 / (time.perf_counter() - start)
+    print(f"  IndexBinaryFlat (brute force): build {build:.1f} s, memory +{grown / 2**30:.2f} GiB")
+    print(
+        f"    single query {percentiles(times)}; batch {batch:,.0f} queries/s; self-join "
+        f"{len(fps) / batch:.0f} s (EXTRAPOLATED from the batch rate)"
+    )
+
+
+def run_pypi(fps: np.ndarray, k: int) -> None:
+    from simhash import Simhash, SimhashIndex
+
+    gc.collect()
+    before = rss()
+    start = time.perf_counter()
+    index = SimhashIndex([(str(i), Simhash(int(v))) for i, v in enumerate(fps.tolist())], k=k)
+    build = time.perf_counter() - start
+    grown = rss() - before
+    times = single_queries(lambda q: index.get_near_dups(Simhash(q)), fps[:200])
+    print(f"  PyPI simhash SimhashIndex: build {build:.1f} s, memory +{grown / 2**30:.2f} GiB")
+    print(f"    single query {percentiles(times)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--k", type=int, nargs="+", default=[8, 3])
+    parser.add_argument("--planted", type=int, default=10_000, help="planted pairs per million")
+    parser.add_argument("--join-budget", type=float, default=600.0)
+    parser.add_argument("--simhash-max", type=int, default=1_000_000)
+    parser.add_argument("--no-flat", action="store_true")
+    args = parser.parse_args()
+    print(
+        f"faiss {faiss.__version__}, {faiss.omp_get_max_threads()} threads; "
+        f"load average {os.getloadavg()}"
+    )
+    for n in args.sizes:
+        for k in args.k:
+            fps, planted = data(n, k, args.planted)
+            print(f"\n{n:,} fingerprints ({len(planted):,} planted pairs within {k} bits), k={k}")
+            run_recengine(fps, planted, k, args.join_budget)
+            if not args.no_flat:
+                run_flat(fps, k)
+            if n <= args.simhash_max:
+                run_pypi(fps, k)
+            del fps, planted
+    print(f"\nload average at the end {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
