@@ -77,8 +77,13 @@ class Scorer:
         for name, r in self.rows:
             cells = " ".join(f"{r.get(e, float('nan')):>7.3f}" for e in edits)
             print(
-                f"{name:<46} {r['P']:>6.3f} {r['R']:>6.3f} {r['F1']:>6.3f} {int(r['FP']):>5}  {cells}"
+                f"{name:<46} {r['P']:>6.3f} {r['R']:>6.3f} {r['F1']:>6.3f} "
+                f"{int(r['FP']):>5}  {cells}"
             )
+
+
+def as_set(a: np.ndarray, b: np.ndarray) -> Pairs:
+    return set(zip(a.tolist(), b.tolist(), strict=True))
 
 
 def simhash_pairs(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -170,7 +175,7 @@ def main() -> None:
         if not strip:
             fps = fingerprints(vecs, 20)
             a, b = simhash_pairs(fps, 3)
-            scorer.score("original: top-20 tf-idf simhash, k=3", set(zip(a.tolist(), b.tolist())))
+            scorer.score("original: top-20 tf-idf simhash, k=3", as_set(a, b))
             continue
         fps = count_fingerprints(counts, model, hasher)
         a12, b12 = simhash_pairs(fps, 12)
@@ -178,7 +183,7 @@ def main() -> None:
         for k in (3, 4, 6, 8, 10, 12):
             sel = dist <= k
             a, b = a12[sel], b12[sel]
-            scorer.score(f"simhash all terms, {label}, k={k}", set(zip(a.tolist(), b.tolist())))
+            scorer.score(f"simhash all terms, {label}, k={k}", as_set(a, b))
             for t in (0.85, 0.9, 0.93):
                 scorer.score(f"  + cosine >= {t}", verified(a, b, fps, vecs, k, t))
         k, t = settings.features.hamming_k, settings.neardup.min_cosine
