@@ -29,6 +29,8 @@ import argparse
 import gc
 import os
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import faiss
 import numpy as np
@@ -36,6 +38,7 @@ import psutil
 
 from recengine.index.neardup import NearDupIndex, as_codes
 
+T = TypeVar("T")
 QUERIES = 2_000
 BATCH = 100_000
 
@@ -91,14 +94,14 @@ def self_join(index: NearDupIndex, fps: np.ndarray, budget: float) -> tuple[floa
     return spent * len(fps) / done, None, True
 
 
-def run_recengine(fps: np.ndarray, planted: np.ndarray, k: int, budget: float) -> None:
-    gc.collect()
-    before = rss()
-    start = time.perf_counter()
+def _recengine(fps: np.ndarray, k: int) -> NearDupIndex:
     index = NearDupIndex(k)
     index.add(np.arange(len(fps)), fps)
-    build = time.perf_counter() - start
-    grown = rss() - before
+    return index
+
+
+def run_recengine(fps: np.ndarray, planted: np.ndarray, k: int, budget: float) -> None:
+    index, build, grown = measured(lambda: _recengine(fps, k))
     rng = np.random.default_rng(2)
     queries = np.concatenate(
         [
@@ -127,14 +130,23 @@ def run_recengine(fps: np.ndarray, planted: np.ndarray, k: int, budget: float) -
     )
 
 
-def run_flat(fps: np.ndarray, k: int) -> None:
+def measured(build: Callable[[], T]) -> tuple[T, float, int]:
+    """``build()``'s result, seconds and resident memory growth (bytes)."""
     gc.collect()
     before = rss()
     start = time.perf_counter()
+    result = build()
+    return result, time.perf_counter() - start, rss() - before
+
+
+def _flat(fps: np.ndarray) -> faiss.IndexBinaryFlat:
     flat = faiss.IndexBinaryFlat(64)
     flat.add(as_codes(fps))
-    build = time.perf_counter() - start
-    grown = rss() - before
+    return flat
+
+
+def run_flat(fps: np.ndarray, k: int) -> None:
+    flat, build, grown = measured(lambda: _flat(fps))
     queries = fps[:200]
     times = single_queries(
         lambda q: flat.range_search(as_codes(np.array([q], np.uint64)), k + 1), queries
@@ -152,12 +164,9 @@ def run_flat(fps: np.ndarray, k: int) -> None:
 def run_pypi(fps: np.ndarray, k: int) -> None:
     from simhash import Simhash, SimhashIndex
 
-    gc.collect()
-    before = rss()
-    start = time.perf_counter()
-    index = SimhashIndex([(str(i), Simhash(int(v))) for i, v in enumerate(fps.tolist())], k=k)
-    build = time.perf_counter() - start
-    grown = rss() - before
+    index, build, grown = measured(
+        lambda: SimhashIndex([(str(i), Simhash(int(v))) for i, v in enumerate(fps.tolist())], k=k)
+    )
     times = single_queries(lambda q: index.get_near_dups(Simhash(q)), fps[:200])
     print(f"  PyPI simhash SimhashIndex: build {build:.1f} s, memory +{grown / 2**30:.2f} GiB")
     print(f"    single query {percentiles(times)}")

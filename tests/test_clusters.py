@@ -30,14 +30,22 @@ from tests.conftest import make_settings
 from tests.neardup_helpers import check_invariants, clusters, corpus
 
 
+def _bases_then_reposts(
+    factory: sessionmaker[Session], featurizer: Featurizer, bases: list, reposts: list
+) -> Ingester:
+    """Bases, a reindex (the first model), then the reposts ingested incrementally."""
+    ingester = Ingester(factory, featurizer)
+    ingester.ingest_records(bases)
+    reindex(factory=factory, featurizer=featurizer)
+    ingester.ingest_records(reposts)
+    return ingester
+
+
 def test_reposts_join_their_original_at_ingest(
     factory: sessionmaker[Session], featurizer: Featurizer, settings: Settings, data_dir: Path
 ) -> None:
     bases, reposts = corpus(data_dir, 40, 8)
-    ingester = Ingester(factory, featurizer)
-    ingester.ingest_records(bases)
-    reindex(factory=factory, featurizer=featurizer)
-    ingester.ingest_records(reposts)  # incremental: no reindex
+    _bases_then_reposts(factory, featurizer, bases, reposts)
     found = clusters(factory)
     for r in reposts:
         assert found[r["id"]][0] == r["id"].split("-", 1)[1]
@@ -160,10 +168,7 @@ def test_duplicates_command_prints_clusters(
     factory: sessionmaker[Session], featurizer: Featurizer, settings: Settings, data_dir: Path
 ) -> None:
     bases, reposts = corpus(data_dir, 20, 3)
-    ingester = Ingester(factory, featurizer)
-    ingester.ingest_records(bases)
-    reindex(factory=factory, featurizer=featurizer)
-    ingester.ingest_records(reposts)
+    _bases_then_reposts(factory, featurizer, bases, reposts)
     runner = CliRunner()
     result = runner.invoke(main, ["duplicates", "--format", "jsonl"], obj=CliContext(settings))
     assert result.exit_code == 0, result.output
