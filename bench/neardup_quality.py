@@ -14,7 +14,9 @@ Methods, all run in this process on the same documents:
 * ``recengine default``: the shipped settings, as pairs and as clusters (pairs in one cluster);
 * ``minhash-lsh``: datasketch MinHashLSH (128 permutations) over character 5-grams of the same
   text, at each threshold 0.3..0.9 (its best is reported);
-* ``3-longest-sentences``: two documents match when the hash of their 3 longest sentences does.
+* ``3-longest-sentences``: two documents match when the hash of their 3 longest sentences does;
+* ``alternative``: simhash candidates verified by the exact character 5-gram Jaccard of the two
+  texts instead of the vector cosine (what a text-level verification would give).
 
 Usage::
 
@@ -31,7 +33,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bench.neardup_data import Corpus, build, char_shingles
+from bench.neardup_data import Corpus, build, char_shingles, jaccard
 from bench.neardup_edits import EDIT_TYPES, sentences
 from recengine.config import load_settings
 from recengine.features.fingerprint import count_fingerprints, fingerprints
@@ -186,6 +188,16 @@ def main() -> None:
             scorer.score(f"simhash all terms, {label}, k={k}", as_set(a, b))
             for t in (0.85, 0.9, 0.93):
                 scorer.score(f"  + cosine >= {t}", verified(a, b, fps, vecs, k, t))
+        shingles = [char_shingles(t) for t in texts[strip]]
+        for k in (8, 12):
+            sel = dist <= k
+            for j in (0.4, 0.5):
+                found = {
+                    (a, b)
+                    for a, b in as_set(a12[sel], b12[sel])
+                    if jaccard(shingles[a], shingles[b]) >= j
+                }
+                scorer.score(f"  alternative: k={k} + char-5 Jaccard >= {j}", found)
         k, t = settings.features.hamming_k, settings.neardup.min_cosine
         sel = dist <= k
         pairs = verified(a12[sel], b12[sel], fps, vecs, k, t)

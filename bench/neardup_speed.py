@@ -14,9 +14,9 @@ Compared side by side in this process:
   it takes reasonable time: ``--simhash-max``).
 
 Single queries are timed one by one (half planted copies, half random); the batch figure is
-``search_many`` over 100,000 queries (FAISS spreads them over both cores). The self-join is
-``NearDupIndex.pairs()`` over every stored fingerprint; when the first chunk shows it would
-exceed ``--join-budget`` seconds, the rest is extrapolated from the chunks done (marked).
+``search_many`` over 20,000 stored fingerprints (FAISS spreads them over both cores). The
+self-join is ``NearDupIndex.pairs()`` over every stored fingerprint; when the first chunk shows
+it would exceed ``--join-budget`` seconds, the rest is extrapolated from the chunks done (marked).
 
 Usage::
 
@@ -40,7 +40,8 @@ from recengine.index.neardup import NearDupIndex, as_codes
 
 T = TypeVar("T")
 QUERIES = 2_000
-BATCH = 100_000
+BATCH = 20_000
+JOIN_CHUNK = 16_384
 
 
 def rss() -> int:
@@ -77,7 +78,7 @@ def single_queries(search: object, queries: np.ndarray) -> list[float]:
 
 def self_join(index: NearDupIndex, fps: np.ndarray, budget: float) -> tuple[float, object, bool]:
     """Seconds for ``index.pairs()``, or an extrapolation from chunks when over budget."""
-    chunk = 1 << 18
+    chunk = JOIN_CHUNK
     start = time.perf_counter()
     index.search_many(fps[:chunk])
     first = time.perf_counter() - start

@@ -60,6 +60,7 @@ def ingest(
         )
     except UnicodeDecodeError as exc:
         raise InvalidRecord(f"{file}: not UTF-8 ({exc.reason})") from None
+    ingester.dedup.save()  # the near-duplicate index, as of the last committed batch
     _print(summary, file, as_json)
     if summary.features_pending and reindex:
         click.echo("no IDF model yet: fitting the first one on the stored articles", err=True)
