@@ -9,14 +9,13 @@ abstracts, news of the same event).
 Methods, all run in this process on the same documents:
 
 * ``original``: top-20 TF-IDF simhash, k = 3, no boilerplate removal (DESIGN.md's start);
-* ``simhash`` variants: every term (tf * idf), boilerplate removed, radius k, with and without
-  the cosine verification of ``recengine.features.neardup`` (the real criterion code);
+* ``simhash`` variants: every term (tf * idf), boilerplate removed, radius k, without
+  verification, with the vectors-only verification (cosine) and with the text verification
+  (resemblance of 5-character shingles) of ``recengine.features.neardup`` (the real code);
 * ``recengine default``: the shipped settings, as pairs and as clusters (pairs in one cluster);
 * ``minhash-lsh``: datasketch MinHashLSH (128 permutations) over character 5-grams of the same
   text, at each threshold 0.3..0.9 (its best is reported);
-* ``3-longest-sentences``: two documents match when the hash of their 3 longest sentences does;
-* ``alternative``: simhash candidates verified by the exact character 5-gram Jaccard of the two
-  texts instead of the vector cosine (what a text-level verification would give).
+* ``3-longest-sentences``: two documents match when the hash of their 3 longest sentences does.
 
 Usage::
 
@@ -33,7 +32,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bench.neardup_data import Corpus, build, char_shingles, jaccard
+from bench.neardup_data import Corpus, build, char_shingles
 from bench.neardup_edits import EDIT_TYPES, sentences
 from recengine.config import load_settings
 from recengine.features.fingerprint import count_fingerprints, fingerprints
@@ -44,6 +43,7 @@ from recengine.features.tfidf import SparseVector, TfidfVectorizer, fit_idf
 from recengine.index.neardup import NearDupIndex
 from recengine.pipeline.clustering import assign, rank_key, verify_pairs
 from recengine.pipeline.featurize import Featurizer, text_of
+from recengine.text.shingles import shingles
 
 Pairs = set[tuple[int, int]]
 
@@ -88,6 +88,10 @@ def as_set(a: np.ndarray, b: np.ndarray) -> Pairs:
     return set(zip(a.tolist(), b.tolist(), strict=True))
 
 
+def crit(k: int, cosine: float, resemblance: float = 0.5) -> NearDupCriterion:
+    return NearDupCriterion(k, cosine, resemblance)
+
+
 def simhash_pairs(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     index = NearDupIndex(k)
     index.add(np.arange(len(fps)), fps)
@@ -96,10 +100,22 @@ def simhash_pairs(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def verified(
-    a: np.ndarray, b: np.ndarray, fps: np.ndarray, vectors: list[SparseVector], k: int, t: float
+    a: np.ndarray,
+    b: np.ndarray,
+    fps: np.ndarray,
+    vectors: list[SparseVector],
+    criterion: NearDupCriterion,
+    texts: list[frozenset[str]] | None = None,
 ) -> Pairs:
-    criterion = NearDupCriterion(k, t)
-    edges = verify_pairs(a, b, dict(enumerate(fps.tolist())), dict(enumerate(vectors)), criterion)
+    """Candidate pairs the real criterion confirms (on shingles when ``texts`` is given)."""
+    edges = verify_pairs(
+        a,
+        b,
+        dict(enumerate(fps.tolist())),
+        dict(enumerate(vectors)),
+        criterion,
+        dict(enumerate(texts)) if texts is not None else None,
+    )
     return {(e.a, e.b) for e in edges}
 
 
@@ -180,28 +196,24 @@ def main() -> None:
             scorer.score("original: top-20 tf-idf simhash, k=3", as_set(a, b))
             continue
         fps = count_fingerprints(counts, model, hasher)
+        sh = [shingles(t) for t in texts[strip]]
         a12, b12 = simhash_pairs(fps, 12)
         dist = hamming_many(fps[a12], fps[b12])
         for k in (3, 4, 6, 8, 10, 12):
             sel = dist <= k
             a, b = a12[sel], b12[sel]
             scorer.score(f"simhash all terms, {label}, k={k}", as_set(a, b))
-            for t in (0.85, 0.9, 0.93):
-                scorer.score(f"  + cosine >= {t}", verified(a, b, fps, vecs, k, t))
-        shingles = [char_shingles(t) for t in texts[strip]]
-        for k in (8, 12):
-            sel = dist <= k
+            for t in (0.9, 0.93):
+                scorer.score(f"  + cosine >= {t}", verified(a, b, fps, vecs, crit(k, t)))
             for j in (0.4, 0.5):
-                found = {
-                    (a, b)
-                    for a, b in as_set(a12[sel], b12[sel])
-                    if jaccard(shingles[a], shingles[b]) >= j
-                }
-                scorer.score(f"  alternative: k={k} + char-5 Jaccard >= {j}", found)
-        k, t = settings.features.hamming_k, settings.neardup.min_cosine
-        sel = dist <= k
-        pairs = verified(a12[sel], b12[sel], fps, vecs, k, t)
-        scorer.score(f"recengine default (k={k}, cosine>={t}): pairs", pairs)
+                scorer.score(
+                    f"  + resemblance >= {j}", verified(a, b, fps, vecs, crit(k, 0.9, j), sh)
+                )
+        criterion = NearDupCriterion.from_settings(settings)
+        sel = dist <= criterion.k
+        pairs = verified(a12[sel], b12[sel], fps, vecs, criterion, sh)
+        name = f"recengine default (k={criterion.k}, resemblance>={criterion.min_resemblance})"
+        scorer.score(f"{name}: pairs", pairs)
         scorer.score("recengine default: cluster pairs", cluster_pairs(pairs, len(fps)))
     timed("minhash", lambda: minhash_runs(texts[True], scorer))
     longest_sentences(texts[True], scorer)

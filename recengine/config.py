@@ -62,6 +62,7 @@ class FeatureSettings(_Section):
 
 
 class NearDupSettings(_Section):
+    min_resemblance: float = Field(default=0.5, gt=0.0, le=1.0)
     min_cosine: float = Field(default=0.93, ge=0.0, le=1.0)
     refresh_interval: float = Field(default=0.0, ge=0.0, le=3600.0)
     save_after: int = Field(default=10_000, ge=1)

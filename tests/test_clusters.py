@@ -25,6 +25,7 @@ from recengine.storage.db import make_engine, make_session_factory, transaction
 from recengine.storage.migrate import upgrade
 from recengine.storage.models import ClusterMember
 from recengine.storage.state import begin_write
+from recengine.text.shingles import shingles
 from recengine.text.tokenize import Tokenizer
 from tests.conftest import make_settings
 from tests.neardup_helpers import check_invariants, clusters, corpus
@@ -55,10 +56,11 @@ def test_reposts_join_their_original_at_ingest(
             session=session,
             external_id=bases[0]["id"],
             criterion=NearDupCriterion.from_settings(settings),
+            text=featurizer.text,
         )
     assert dup.canonical == bases[0]["id"]
     assert reposts[0]["id"] in {d.id for d in dup.duplicates}
-    assert all(d.score >= 0.9 and d.shared_terms for d in dup.duplicates)
+    assert all(d.resemblance >= 0.5 and d.shared_terms for d in dup.duplicates)
 
 
 def test_incremental_clusters_equal_a_full_recluster(
@@ -154,14 +156,21 @@ def test_criterion_needs_both_steps() -> None:
         h = np.array([term_hash(t) for t in terms], dtype=np.uint64)
         return SparseVector(tuple(terms), h, w)
 
-    c = NearDupCriterion(k=3, min_cosine=0.9)
+    c = NearDupCriterion(k=3, min_cosine=0.9, min_resemblance=0.5)
     a = vec({"索引": 3.0, "数据库": 2.0, "查询": 1.0})
     b = vec({"索引": 3.0, "数据库": 2.0, "优化": 0.2})
-    assert c.judge(0, a, 0b111, b).duplicate
+    assert c.judge(0, a, 0b111, b).duplicate  # vectors only: the cosine decides
     far: Verdict = c.judge(0, a, 0b1111, b)
     assert not far.duplicate and far.distance == 4 and far.score > 0.9
-    assert far.shared_terms == ("索引", "数据库")
+    assert far.shared_terms == ("索引", "数据库") and far.resemblance is None
     assert not c.judge(0, a, 0, vec({"缓存": 1.0})).duplicate
+    text = shingles("数据库索引的设计与查询优化，以及B+树的结构。")
+    edited = shingles("数据库索引的设计与查询优化，以及B+树的结构和页分裂。")
+    other = shingles("数据库索引的设计：哈希索引适合等值查询。")
+    with_text = c.judge(0, a, 0b111, b, text, edited)  # shingles given: they decide
+    assert with_text.duplicate and with_text.score == with_text.resemblance > 0.5
+    assert not c.judge(0, a, 0b111, b, text, other).duplicate  # same topic, other text
+    assert not c.judge(0, a, 0b1111, b, text, text).duplicate  # beyond the radius
 
 
 def test_duplicates_command_prints_clusters(
@@ -182,3 +191,33 @@ def test_duplicates_command_prints_clusters(
     assert json.loads(one.output)["canonical"] == bases[0]["id"]
     missing = runner.invoke(main, ["duplicates", "--id", "nope"], obj=CliContext(settings))
     assert missing.exit_code == 2 and "no article" in missing.output
+
+
+def test_pure_cluster_function_equals_the_sql_path(
+    factory: sessionmaker[Session], featurizer: Featurizer, settings: Settings, data_dir: Path
+) -> None:
+    import numpy as np
+
+    from recengine.pipeline.clustering import cluster_corpus
+    from recengine.storage.models import Article, ArticleFeatures
+
+    bases, reposts = corpus(data_dir, 20, 4)
+    _bases_then_reposts(factory, featurizer, bases, reposts)
+    with factory() as session:
+        rows = session.execute(
+            select(ArticleFeatures.article_id, ArticleFeatures.fingerprint, ArticleFeatures.vector)
+        ).all()
+        articles = {a.id: a for a in session.scalars(select(Article))}
+    dates = {i: a.published_at for i, a in articles.items()}
+    names = {i: a.external_id for i, a in articles.items()}
+    members = cluster_corpus(
+        np.array([r[0] for r in rows], dtype=np.int64),
+        np.array([r[1] for r in rows], dtype=np.uint64),
+        {r[0]: rank_key(r[0], dates[r[0]]) for r in rows},
+        {r[0]: SparseVector.from_bytes(r[2]) for r in rows},
+        NearDupCriterion.from_settings(settings),
+        {i: shingles(featurizer.text(a.title, a.content)) for i, a in articles.items()},
+    )
+    assert {names[m.article_id]: (names[m.canonical_id], m.distance) for m in members} == (
+        clusters(factory)
+    )

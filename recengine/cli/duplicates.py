@@ -27,13 +27,19 @@ def duplicates(ctx: CliContext, fmt: str, article_id: str | None) -> None:
     """List near-duplicate clusters of two or more articles, canonical first.
 
     jsonl lines: {"canonical": "id", "members": [{"id": "...", "distance": 2, "score": 0.97}]}
-    (distance: Hamming distance of the fingerprints to the canonical's; score: cosine of the
-    TF-IDF vectors). With --id, the article's cluster with each member judged against it.
+    (distance: Hamming distance of the fingerprints to the canonical's; score: the
+    verification score, resemblance of the two texts' character shingles). With --id, the
+    article's cluster with each member judged against it.
     """
     with transaction(ctx.factory) as session:
         if article_id is not None:
             criterion = NearDupCriterion.from_settings(ctx.settings)
-            found = duplicates_of(session=session, external_id=article_id, criterion=criterion)
+            found = duplicates_of(
+                session=session,
+                external_id=article_id,
+                criterion=criterion,
+                text=ctx.featurizer.text,
+            )
             click.echo(json.dumps(found.as_dict(), ensure_ascii=False, indent=None))
             return
         for cluster in clusters(session=session):
@@ -41,7 +47,7 @@ def duplicates(ctx: CliContext, fmt: str, article_id: str | None) -> None:
                 click.echo(json.dumps(cluster, ensure_ascii=False))
             else:
                 members = ", ".join(
-                    f"{m['id']} (d={m['distance']}, cos={m['score']:.3f})"
+                    f"{m['id']} (d={m['distance']}, resemblance={m['score']:.3f})"
                     for m in cluster["members"]
                 )
                 click.echo(f"{cluster['canonical']}: {members}")

@@ -103,11 +103,14 @@ def verify_pairs(
     fingerprints: Mapping[int, int],
     vectors: Mapping[int, SparseVector],
     criterion: NearDupCriterion,
+    shingles: Mapping[int, frozenset[str]] | None = None,
 ) -> list[Edge]:
-    """The candidate pairs ``(a[j], b[j])`` that the criterion confirms."""
+    """The candidate pairs ``(a[j], b[j])`` that the criterion confirms (on the texts'
+    shingles when given, see :meth:`NearDupCriterion.judge`)."""
     edges = []
     for x, y in zip(a.tolist(), b.tolist(), strict=True):
-        verdict = criterion.judge(fingerprints[x], vectors[x], fingerprints[y], vectors[y])
+        sx, sy = (shingles[x], shingles[y]) if shingles is not None else (None, None)
+        verdict = criterion.judge(fingerprints[x], vectors[x], fingerprints[y], vectors[y], sx, sy)
         if verdict.duplicate:
             edges.append(Edge(x, y, verdict.distance, verdict.score))
     return edges
@@ -119,14 +122,16 @@ def cluster_corpus(
     ranks: Mapping[int, tuple[int, float, int]],
     vectors: Mapping[int, SparseVector],
     criterion: NearDupCriterion,
+    shingles: Mapping[int, frozenset[str]] | None = None,
 ) -> list[Member]:
     """All clusters of a corpus: self-join within the candidate radius, verify, assign.
 
     A pure function of its inputs (the Spark engine runs the same code on the candidate pairs
-    it finds). ``vectors`` is only read for ids in candidate pairs, so a lazy mapping works.
+    it finds). ``vectors`` and ``shingles`` are only read for ids in candidate pairs, so lazy
+    mappings work.
     """
     index = NearDupIndex(criterion.k)
     index.add(ids, fingerprints)
     pairs = index.pairs()
     fps = dict(zip(ids.tolist(), fingerprints.tolist(), strict=True))
-    return assign(ranks, verify_pairs(pairs.a, pairs.b, fps, vectors, criterion))
+    return assign(ranks, verify_pairs(pairs.a, pairs.b, fps, vectors, criterion, shingles))

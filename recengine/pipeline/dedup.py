@@ -26,6 +26,8 @@ from recengine.features.tfidf import SparseVector
 from recengine.index.neardup import NearDupIndex
 from recengine.index.synced import SyncedIndex
 from recengine.pipeline.clustering import Edge, Member, assign, rank_key, verify_pairs
+from recengine.pipeline.featurize import text_of
+from recengine.storage.articles import titles_and_contents
 from recengine.storage.clusters import (
     MemberRow,
     delete_all,
@@ -37,6 +39,7 @@ from recengine.storage.clusters import (
 from recengine.storage.features import features_of
 from recengine.storage.fingerprints import SqlFingerprints
 from recengine.storage.state import read_state
+from recengine.text.shingles import shingles
 
 PAIR_CHUNK = 50_000
 
@@ -63,6 +66,7 @@ class Deduplicator:
     def __init__(self, settings: Settings, index: SyncedIndex | None = None) -> None:
         self.criterion = NearDupCriterion.from_settings(settings)
         self.index = index or synced_index(settings)
+        self.strip = settings.features.strip_boilerplate
 
     @contextmanager
     def pending(self) -> Iterator[None]:
@@ -93,8 +97,8 @@ class Deduplicator:
         edges: list[Edge] = []
         for start in range(0, len(pairs), PAIR_CHUNK):
             a, b = pairs.a[start : start + PAIR_CHUNK], pairs.b[start : start + PAIR_CHUNK]
-            fps, vectors = _load(session, version, np.union1d(a, b).tolist())
-            edges += verify_pairs(a, b, fps, vectors, self.criterion)
+            fps, vectors, texts = self._load(session, version, np.union1d(a, b).tolist())
+            edges += verify_pairs(a, b, fps, vectors, self.criterion, texts)
         members = self._assign(session, edges)
         insert_rows(session=session, rows=members)
         return len(members)
@@ -119,12 +123,12 @@ class Deduplicator:
             live = [i for i in sorted(frontier) if i in index]
             found = index.search_many(np.array([index.fingerprint(i) for i in live], np.uint64))
             candidates = {i for i in found.ids.tolist()}
-            fps, vectors = _load(session, version, sorted(candidates | set(live)))
+            fps, vectors, texts = self._load(session, version, sorted(candidates | set(live)))
             for q, source in enumerate(live):
                 hits, _ = found.hits(q)
                 pair_a = np.array([min(source, h) for h in hits.tolist() if h != source])
                 pair_b = np.array([max(source, h) for h in hits.tolist() if h != source])
-                for e in verify_pairs(pair_a, pair_b, fps, vectors, self.criterion):
+                for e in verify_pairs(pair_a, pair_b, fps, vectors, self.criterion, texts):
                     edges[(e.a, e.b)] = e
             frontier = {x for e in edges.values() for x in (e.a, e.b)} - nodes
         return nodes, list(edges.values())
@@ -135,15 +139,17 @@ class Deduplicator:
         ranks = {i: rank_key(i, dates.get(i)) for i in ids}
         return [_row(m) for m in assign(ranks, edges)]
 
+    def _load(
+        self, session: Session, version: int, ids: Sequence[int]
+    ) -> tuple[dict[int, int], dict[int, SparseVector], dict[int, frozenset[str]]]:
+        """Fingerprints, vectors and text shingles of the given articles."""
+        rows = features_of(session=session, version=version, article_ids=list(ids))
+        fps = {r.article_id: r.fingerprint for r in rows}
+        vectors = {r.article_id: SparseVector.from_bytes(r.vector) for r in rows}
+        texts = titles_and_contents(session=session, article_ids=list(fps))
+        sh = {i: shingles(text_of(t, c, self.strip)) for i, (t, c) in texts.items()}
+        return fps, vectors, sh
+
 
 def _row(m: Member) -> MemberRow:
     return MemberRow(m.article_id, m.canonical_id, m.distance, m.score)
-
-
-def _load(
-    session: Session, version: int, ids: Sequence[int]
-) -> tuple[dict[int, int], dict[int, SparseVector]]:
-    rows = features_of(session=session, version=version, article_ids=list(ids))
-    fps = {r.article_id: r.fingerprint for r in rows}
-    vectors = {r.article_id: SparseVector.from_bytes(r.vector) for r in rows}
-    return fps, vectors

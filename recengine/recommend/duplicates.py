@@ -3,13 +3,13 @@
 Clusters come from SQL (``cluster_members``), which ingest and reindex keep right, so every
 process answers the same without an index. For a reviewer, each duplicate of an article comes
 with the verdict of :class:`recengine.features.neardup.NearDupCriterion` on the pair: the Hamming
-distance of the fingerprints, the verification score (cosine of the TF-IDF vectors) and the
-terms that contribute most to it.
+distance of the fingerprints, the verification score (resemblance of the texts' character
+shingles), the cosine of the TF-IDF vectors and the terms that contribute most to it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from recengine.storage.clusters import canonical_of, iter_members, members_of
 from recengine.storage.features import features_of
 from recengine.storage.models import Article
 from recengine.storage.state import read_state
+from recengine.text.shingles import shingles
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,9 @@ class Duplicate:
         id: its caller id.
         canonical: whether it is the cluster's canonical article.
         distance: Hamming distance of its fingerprint to the asked-for article's.
-        score: cosine of the two TF-IDF vectors (the verification score).
+        resemblance: Jaccard index of the two texts' character shingles (the verification
+            score).
+        cosine: cosine of the two TF-IDF vectors.
         shared_terms: the terms contributing most to that cosine.
         distance_to_canonical: as stored in the cluster (0 for the canonical itself).
     """
@@ -41,7 +44,8 @@ class Duplicate:
     id: str
     canonical: bool
     distance: int
-    score: float
+    resemblance: float
+    cosine: float
     shared_terms: tuple[str, ...]
     distance_to_canonical: int
 
@@ -66,9 +70,20 @@ class DuplicatesOf:
 
 
 def duplicates_of(
-    *, session: Session, external_id: str, criterion: NearDupCriterion
+    *,
+    session: Session,
+    external_id: str,
+    criterion: NearDupCriterion,
+    text: Callable[[str, str], str],
 ) -> DuplicatesOf:
     """The near-duplicates of the article with caller id ``external_id``.
+
+    Args:
+        session: an open session.
+        external_id: the article's caller id.
+        criterion: the near-duplicate criterion (``NearDupCriterion.from_settings``).
+        text: ``(title, content) -> text`` as features see it (``Featurizer.text``), for the
+            shingles.
 
     Raises:
         NotFound: no live article has that id.
@@ -88,24 +103,28 @@ def duplicates_of(
             session=session, version=version or 0, article_ids=[article.id, *cluster]
         )
     }
-    names = {a.id: a.external_id for a in _articles(session, [head, *cluster])}
+    articles = {a.id: a for a in _articles(session, [article.id, head, *cluster])}
+    sh = {i: shingles(text(a.title, a.content)) for i, a in articles.items()}
     out = []
     for other, to_canonical in cluster.items():
         if other not in feats or article.id not in feats:
             continue
-        verdict = criterion.judge(*feats[article.id], *feats[other])
+        fa, va = feats[article.id]
+        fb, vb = feats[other]
+        verdict = criterion.judge(fa, va, fb, vb, sh[article.id], sh[other])
         out.append(
             Duplicate(
-                names[other],
+                articles[other].external_id,
                 other == head,
                 verdict.distance,
-                round(verdict.score, 4),
+                round(verdict.resemblance or 0.0, 4),
+                round(verdict.cosine, 4),
                 verdict.shared_terms,
                 to_canonical,
             )
         )
     out.sort(key=lambda d: (not d.canonical, d.distance, d.id))
-    return DuplicatesOf(external_id, names.get(head, external_id), out)
+    return DuplicatesOf(external_id, articles[head].external_id, out)
 
 
 def clusters(*, session: Session) -> Iterator[dict[str, Any]]:

@@ -114,3 +114,19 @@ def changed_since(
 
 def count_live(*, session: Session) -> int:
     return session.scalar(select(func.count()).where(Article.deleted_at.is_(None))) or 0
+
+
+def titles_and_contents(
+    *, session: Session, article_ids: Sequence[int]
+) -> dict[int, tuple[str, str]]:
+    """``id -> (title, content)`` of the given articles (deleted ones included)."""
+    out: dict[int, tuple[str, str]] = {}
+    ids = list(article_ids)
+    for start in range(0, len(ids), IN_CHUNK):
+        rows = session.execute(
+            select(Article.id, Article.title, Article.content).where(
+                Article.id.in_(ids[start : start + IN_CHUNK])
+            )
+        )
+        out.update({r.id: (r.title, r.content) for r in rows})
+    return out
