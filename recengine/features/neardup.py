@@ -6,7 +6,7 @@ Two steps (measured on real reposts, BENCHMARKS.md "Near-duplicate quality"):
    default 8). A weighted simhash bit differs between two documents with probability
    ``angle / pi`` of their weight vectors (Charikar 2002), so a repost with a few sentences
    changed (cosine ~0.95) is expected ~6.5 bits away and often 10: the original ``k = 3``
-   finds about two thirds of real reposts. A radius of 8 finds ~95%, but lets in unrelated
+   finds about two thirds of real reposts. A radius of 8 finds ~97%, but lets in unrelated
    pairs of articles on the same topic (e.g. parts of a series);
 2. **verification**, the precise step. When the callers pass the two texts' character
    shingles (``recengine.text.shingles``), their resemblance (Jaccard index of 5-character
