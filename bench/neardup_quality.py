@@ -13,8 +13,9 @@ Methods, all run in this process on the same documents:
   verification, with the vectors-only verification (cosine) and with the text verification
   (resemblance of 5-character shingles) of ``recengine.features.neardup`` (the real code);
 * ``recengine default``: the shipped settings, as pairs and as clusters (pairs in one cluster);
-* ``minhash-lsh``: datasketch MinHashLSH (128 permutations) over character 5-grams of the same
-  text, at each threshold 0.3..0.9 (its best is reported);
+* ``minhash-lsh``: datasketch MinHashLSH (128 permutations) over the same character 5-gram
+  shingles of the same text (``recengine.text.shingles``), at each threshold 0.3..0.9 (its best
+  is reported);
 * ``3-longest-sentences``: two documents match when the hash of their 3 longest sentences does.
 
 Usage::
@@ -32,7 +33,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bench.neardup_data import Corpus, build, char_shingles
+from bench.neardup_data import Corpus, build
 from bench.neardup_edits import EDIT_TYPES, sentences
 from recengine.config import load_settings
 from recengine.features.fingerprint import count_fingerprints, fingerprints
@@ -141,7 +142,7 @@ def minhash_runs(texts: list[str], scorer: Scorer) -> None:
     sigs = []
     for t in texts:
         m = MinHash(num_perm=128, seed=1)
-        m.update_batch([s.encode("utf-8") for s in char_shingles(t)])
+        m.update_batch([s.encode("utf-8") for s in shingles(t)])  # the same shingles as ours
         sigs.append(m)
     for threshold in np.arange(0.3, 0.95, 0.1):
         lsh = MinHashLSH(threshold=float(threshold), num_perm=128)

@@ -75,6 +75,7 @@ def save(path: Path, index: NearDupIndex, meta: IndexMeta) -> None:
             handle.write(body)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it owner-only; workers may run as other users
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
