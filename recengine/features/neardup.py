@@ -18,9 +18,9 @@ Two steps (measured on real reposts, BENCHMARKS.md "Near-duplicate quality"):
    what is stored per article but lets more same-topic pairs through.
 
 Measured on real reposts (BENCHMARKS.md, held-out run): k = 8 + resemblance >= 0.5 gives F1
-0.980 (precision 1.000, recall 0.962); k = 8 + cosine >= 0.93 gives 0.972; the original top-20
-simhash at k = 3 gave 0.756; datasketch MinHashLSH at its best threshold 0.988. Raising k to 10
-or 12 gives 0.989 / 0.994 at 7x / 40x the index probes per query.
+0.980 (precision 0.999, recall 0.962); k = 8 + cosine >= 0.93 gives 0.972; the original top-20
+simhash at k = 3 gave 0.756; datasketch MinHashLSH at its best threshold 0.989. Raising k to 10
+or 12 gives 0.989 / 0.993 at 7x / 40x the index probes per query.
 
 :meth:`NearDupCriterion.judge` is the one function every caller uses: ingest and reindex
 (clusters, with shingles), the duplicates API (with shingles), and related-article suppression
