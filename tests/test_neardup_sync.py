@@ -145,3 +145,17 @@ def test_store_round_trip_and_errors(tmp_path: Path) -> None:
     with pytest.raises(IndexFileError):
         load(tmp_path / "missing.idx")
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_refresh_interval_bounds_the_staleness(
+    factory: sessionmaker[Session], settings: Settings, loaded: tuple[Ingester, list]
+) -> None:
+    ingester, reposts = loaded
+    worker = SyncedIndex(settings.data_dir / settings.neardup.index_file, 8, refresh_interval=3600)
+    with transaction(factory) as session:
+        before = len(worker.sync(SqlFingerprints(session), force=False))
+    ingester.ingest_records(reposts)
+    with transaction(factory) as session:  # within the interval: answers from memory
+        assert len(worker.sync(SqlFingerprints(session), force=False)) == before
+    with transaction(factory) as session:  # a forced sync (or the interval passing) catches up
+        assert len(worker.sync(SqlFingerprints(session))) == before + len(reposts)
