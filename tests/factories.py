@@ -44,3 +44,23 @@ def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
         "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8"
     )
     return path
+
+
+def csl_records(data: Path, limit: int | None = None) -> list[dict[str, Any]]:
+    """Real Chinese paper titles and abstracts (CSL) as ingest records."""
+    out = []
+    with (data / "csl-papers" / "csl_papers.jsonl").open(encoding="utf-8") as handle:
+        for line in handle:
+            r = json.loads(line)
+            out.append(
+                {
+                    "id": f"csl-{r['id']}",
+                    "title": r["title"],
+                    "content": r["body"],
+                    "category": r["category"],
+                    "tags": r["tags"],
+                }
+            )
+            if len(out) == limit:
+                break
+    return out
