@@ -7,6 +7,7 @@ stderr is redirected the command prints just its summary line.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 from tqdm import tqdm
@@ -14,8 +15,8 @@ from tqdm import tqdm
 from recengine.cli.context import CliContext
 from recengine.pipeline.incremental import reindex_incremental
 from recengine.pipeline.parallel import AnalysisPool
-from recengine.pipeline.reindex import ReindexResult
 from recengine.pipeline.reindex import reindex as run_reindex
+from recengine.pipeline.versions import ReindexResult
 
 
 class BarProgress:
@@ -106,6 +107,13 @@ def echo_result(result: ReindexResult) -> None:
 
 @click.command()
 @click.option(
+    "--engine",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="Run on this machine, or as an Apache Spark job (needs the `spark` extra).",
+)
+@click.option(
     "--incremental",
     is_flag=True,
     help="Recompute only articles changed since the last reindex, unless the IDF model is due "
@@ -123,16 +131,36 @@ def echo_result(result: ReindexResult) -> None:
     show_default=True,
     help="Continue an interrupted reindex, or discard it and start over.",
 )
+@click.option("--master", default=None, help="Spark master (default: spark.master).")
+@click.option(
+    "--input",
+    "input_path",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="Spark: read articles from a Parquet or JSON Lines export instead of the database.",
+)
 @click.pass_obj
 def reindex(
     ctx: CliContext,
+    engine: str,
     incremental: bool,
     workers: int | None,
     resume: bool,
+    master: str | None,
+    input_path: Path | None,
 ) -> None:
     """Rebuild IDF, vectors and fingerprints from the stored articles.
 
     Readers keep using the previous model until the new one is complete; an interrupted
     reindex (Ctrl-C, kill -9) changes nothing they see and is resumed by running it again.
     """
+    if engine == "spark":
+        if incremental:
+            raise click.UsageError("--incremental is for the local engine")
+        from recengine.cli import spark  # imports pyspark: only when asked for
+
+        spark.run(ctx, master=master, input_path=input_path)
+        return
+    if master or input_path:
+        raise click.UsageError("--master and --input are for --engine spark")
     run(ctx, incremental=incremental, workers=workers, resume=resume)

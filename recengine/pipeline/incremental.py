@@ -31,14 +31,9 @@ from recengine.features.tfidf import IdfModel
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.parallel import AnalysisPool, Item
-from recengine.pipeline.reindex import (
-    Progress,
-    QuietProgress,
-    ReindexResult,
-    reindex,
-    write_features,
-)
+from recengine.pipeline.reindex import reindex
 from recengine.pipeline.reindex_job import JobDir
+from recengine.pipeline.versions import Progress, QuietProgress, ReindexResult, write_features
 from recengine.storage.articles import changed_since, count_changed, live_seqs
 from recengine.storage.db import transaction
 from recengine.storage.features import (

@@ -181,11 +181,10 @@ class AnalysisPool:
 
     def _ordered(self, fn: Callable[[A], R], batches: Iterable[A]) -> Iterator[R]:
         """``fn`` over ``batches`` on the pool, results in order, at most max_inflight pending."""
-        pool = self._pool()
         pending: deque[Future[R]] = deque()
         try:
             for batch in batches:
-                pending.append(pool.submit(fn, batch))
+                pending.append(self._pool().submit(fn, batch))  # starts workers on first use
                 if len(pending) >= self.max_inflight:
                     yield pending.popleft().result()
             while pending:

@@ -27,58 +27,40 @@ fitted at (``params["fit"]``), which incremental reindexing uses to measure drif
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.dedup import Deduplicator
-from recengine.pipeline.featurize import FeatureRow, Featurizer, model_params
+from recengine.pipeline.featurize import Featurizer, model_params
 from recengine.pipeline.parallel import AnalysisPool, Item
 from recengine.pipeline.reindex_job import JobDir, JobRecord
-from recengine.storage.articles import changed_since, count_live, texts_after
+from recengine.pipeline.versions import (
+    Progress,
+    QuietProgress,
+    ReindexResult,
+    catch_up_and_switch,
+    database_name,
+    drop_stale_versions,
+    fit_params,
+    write_features,
+)
+from recengine.storage.articles import count_live, texts_after
 from recengine.storage.db import transaction
 from recengine.storage.features import (
-    drop_versions_except,
     load_model_payload,
     max_article_id,
     model_versions,
-    replace_features,
     save_model,
 )
-from recengine.storage.state import begin_write, read_state, set_active_model
+from recengine.storage.state import read_state
 
-
-class Progress(Protocol):
-    """Receives progress: a phase starts (with its size when known), then work is done."""
-
-    def start(self, phase: str, total: int | None, done: int = 0) -> None: ...
-
-    def update(self, n: int) -> None: ...
-
-
-class QuietProgress:
-    def start(self, phase: str, total: int | None, done: int = 0) -> None:
-        pass
-
-    def update(self, n: int) -> None:
-        pass
-
-
-@dataclass(frozen=True)
-class ReindexResult:
-    version: int
-    n_docs: int
-    n_terms: int
-    caught_up: int
-    resumed: bool = False
-    mode: str = "full"
-    recomputed: int = 0
-    reason: str = ""
+__all__ = ["Progress", "QuietProgress", "ReindexResult", "reindex"]
 
 
 @dataclass
@@ -144,16 +126,6 @@ def reindex(
         jobs.unlock()
 
 
-def database_name(factory: sessionmaker[Session]) -> str:
-    """The database a session factory is bound to, password hidden (job identity)."""
-    return str(factory.kw["bind"].url.render_as_string(hide_password=True))
-
-
-def fit_params(settings_params: dict[str, Any], seq: int, engine: str) -> dict[str, Any]:
-    """Stored model params: the feature settings, plus when and how the model was fitted."""
-    return {**settings_params, "fit": {"seq": seq, "indexed_seq": seq, "engine": engine}}
-
-
 def _full(run: _Run, resume: bool) -> ReindexResult:
     job, resumed = _open_job(run, resume)
     if job.version is None:
@@ -174,7 +146,16 @@ def _full(run: _Run, resume: bool) -> ReindexResult:
             model = IdfModel.from_bytes(load_model_payload(session=session, version=job.version)[0])
     _pass2(run, model, job.version)
     with run.dedup.pending():
-        caught_up = catch_up_and_switch(run, model, job.version, job.start_seq)
+        caught_up = catch_up_and_switch(
+            run.factory,
+            run.featurizer,
+            model,
+            job.version,
+            job.start_seq,
+            run.batch_size,
+            run.progress,
+            on_switch=lambda session, _changed: run.dedup.recluster(session),
+        )
     run.dedup.save()
     run.jobs.clear()
     return ReindexResult(job.version, model.n_docs, len(model.df), caught_up, resumed)
@@ -203,11 +184,7 @@ def _open_job(run: _Run, resume: bool) -> tuple[JobRecord, bool]:
             and old.version in _versions(run)
         )
     job = old if usable and old is not None else new
-    keep = {v for v in (state.active_model_version, job.version) if v is not None}
-    if set(_versions(run)) - keep:
-        with transaction(run.factory) as session:
-            begin_write(session=session)
-            drop_versions_except(session=session, keep=keep)
+    drop_stale_versions(run.factory, keep={state.active_model_version, job.version})
     if job is new:
         run.jobs.clear()
         run.jobs.save(new)
@@ -267,57 +244,3 @@ def _counted(jobs: JobDir, progress: Progress) -> Iterator[list[Any]]:
     for batch in jobs.batches():
         progress.update(len(batch))
         yield batch
-
-
-def write_features(session: Session, version: int, rows: Sequence[tuple[int, FeatureRow]]) -> None:
-    """Write ``(article id, features)`` under ``version`` (replacing what was there)."""
-    replace_features(
-        session=session,
-        version=version,
-        rows=[
-            {
-                "article_id": aid,
-                "fingerprint": f.fingerprint,
-                "vector": f.vector,
-                "n_tokens": f.n_tokens,
-            }
-            for aid, f in rows
-        ],
-    )
-
-
-def catch_up_and_switch(run: _Run, model: IdfModel, version: int, seq: int) -> int:
-    """Recompute articles changed since ``seq`` under the new model, then switch to it.
-
-    Returns:
-        How many article rows were recomputed.
-    """
-    # (seq + 1, 0) is the position just after every row of sequence number seq.
-    position, done = (seq + 1, 0), 0
-    featurizer = run.featurizer
-
-    def step(session: Session) -> bool:
-        nonlocal position, done
-        rows = changed_since(session=session, after=position, limit=run.batch_size)
-        if not rows:
-            return False
-        stats = [featurizer.analyze(r.title, r.content) for r in rows]
-        features = featurizer.features(stats, model)
-        write_features(session, version, [(r.id, f) for r, f in zip(rows, features, strict=True)])
-        position, done = (rows[-1].seq, rows[-1].id), done + len(rows)
-        run.progress.update(len(rows))
-        return True
-
-    run.progress.start("catch-up", None)
-    more = True
-    while more:  # outside the writers' lock: may take a while if writers are busy
-        with transaction(run.factory) as session:
-            more = step(session)
-    with transaction(run.factory) as session:  # under the lock: the last few, then the switch
-        begin_write(session=session)
-        while step(session):
-            pass
-        set_active_model(session=session, version=version)
-        drop_versions_except(session=session, keep=[version])
-        run.dedup.recluster(session)
-    return done

@@ -1,0 +1,152 @@
+"""The Spark engine on a real local Spark (Java 17): the same answer as the local engine.
+
+One SparkSession (``local[2]``) serves every test of this module: a JVM start costs seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.cli import main
+from recengine.cli.context import CliContext
+from recengine.config import Settings, SparkSettings
+from recengine.features.tfidf import IdfModel
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.reindex import reindex
+from recengine.pipeline.spark.job import SparkInput, spark_reindex
+from recengine.pipeline.spark.session import spark_session
+from recengine.storage.features import load_model_payload
+from recengine.storage.models import ArticleFeatures
+from recengine.storage.state import read_state
+from tests.factories import csl_records, javaguide_records, write_jsonl
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    session, created = spark_session(SparkSettings(master="local[2]", partitions=4))
+    yield session
+    if created:
+        session.stop()
+
+
+def engine_state(factory: sessionmaker[Session]) -> tuple[IdfModel, dict[str, Any], dict[int, Any]]:
+    """The active model, its stored params and every article's (fingerprint, vector)."""
+    with factory() as session:
+        version = read_state(session=session).active_model_version
+        assert version is not None
+        payload, params = load_model_payload(session=session, version=version)
+        rows = session.execute(
+            select(
+                ArticleFeatures.article_id,
+                ArticleFeatures.fingerprint,
+                ArticleFeatures.vector,
+                ArticleFeatures.n_tokens,
+            ).where(ArticleFeatures.model_version == version)
+        ).all()
+    return IdfModel.from_bytes(payload), params, {r[0]: tuple(r[1:]) for r in rows}
+
+
+def assert_same_results(local: Any, distributed: Any) -> None:
+    (lmodel, lparams, lrows), (smodel, sparams, srows) = local, distributed
+    assert smodel.n_docs == lmodel.n_docs
+    assert dict(smodel.df) == dict(lmodel.df)
+    for term in lmodel.df:  # identical IDF values (to float tolerance)
+        assert math.isclose(smodel.idf(term), lmodel.idf(term), rel_tol=1e-12)
+    assert (lparams["fit"]["engine"], sparams["fit"]["engine"]) == ("local", "spark")
+    assert srows.keys() == lrows.keys()
+    assert {k: v[0] for k, v in srows.items()} == {k: v[0] for k, v in lrows.items()}
+    assert srows == lrows  # vectors and token counts too
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_spark_and_local_engines_agree_on_real_articles(
+    spark: Any,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    settings: Settings,
+    data_dir: Path,
+) -> None:
+    records = csl_records(data_dir) + javaguide_records(data_dir, 429)
+    Ingester(factory, featurizer).ingest_records(records)
+    reindex(factory=factory, featurizer=featurizer)
+    local = engine_state(factory)
+    assert len(local[2]) == 2429
+    result = spark_reindex(
+        spark=spark, factory=factory, featurizer=featurizer, url=settings.resolved_database_url
+    )
+    assert (result.n_docs, result.n_terms) == (2429, len(local[0].df))
+    assert_same_results(local, engine_state(factory))
+
+
+@pytest.mark.slow
+def test_spark_reads_an_export_and_fills_what_it_lacks(
+    spark: Any,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    settings: Settings,
+    data_dir: Path,
+    tmp_path: Path,
+) -> None:
+    records = javaguide_records(data_dir, 120)
+    Ingester(factory, featurizer).ingest_records(records)
+    reindex(factory=factory, featurizer=featurizer)
+    local = engine_state(factory)
+    extra = {"id": "not-in-the-database", "title": "孤儿", "content": "不在库里的文章"}
+    export = write_jsonl(tmp_path / "export.jsonl", [*records[:100], extra])
+    result = spark_reindex(
+        spark=spark,
+        factory=factory,
+        featurizer=featurizer,
+        url=settings.resolved_database_url,
+        source_input=SparkInput(export),
+    )
+    # The IDF is fitted on what Spark read (100 articles); the 20 the export lacks are
+    # computed on the driver, so every article has features under the new model.
+    assert result.n_docs == 100 and "20 articles missing from the input" in result.reason
+    model, _, rows = engine_state(factory)
+    assert len(rows) == 120 and model.n_docs == 100
+    assert rows != local[2]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_cli_spark_engine_and_parquet_export(
+    spark: Any,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    settings: Settings,
+    data_dir: Path,
+    tmp_path: Path,
+) -> None:
+    records = javaguide_records(data_dir, 60)
+    Ingester(factory, featurizer).ingest_records(records)
+    reindex(factory=factory, featurizer=featurizer)
+    local = engine_state(factory)
+    parquet = tmp_path / "articles.parquet"
+    spark.createDataFrame(
+        [(r["id"], r["title"], r["content"]) for r in records],
+        "id string, title string, content string",
+    ).write.parquet(str(parquet))
+    result = CliRunner().invoke(
+        main, ["reindex", "--engine", "spark", "--input", str(parquet)], obj=CliContext(settings)
+    )
+    assert result.exit_code == 0, result.output
+    assert "reindexed 60 articles" in result.output
+    assert_same_results(local, engine_state(factory))
+    assert spark.sparkContext._jsc is not None  # the caller's session was left running
+    bad = CliRunner().invoke(
+        main, ["reindex", "--engine", "spark", "--incremental"], obj=CliContext(settings)
+    )
+    assert bad.exit_code == 2 and "--incremental is for the local engine" in bad.output
+    json.dumps(result.output)
