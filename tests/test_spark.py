@@ -23,6 +23,7 @@ from recengine.cli.context import CliContext
 from recengine.config import Settings, SparkSettings
 from recengine.features.simhash import hamming_many
 from recengine.features.tfidf import IdfModel
+from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.reindex import reindex
@@ -30,7 +31,7 @@ from recengine.pipeline.spark.job import SparkInput, spark_reindex
 from recengine.pipeline.spark.neardup import block_layout, near_duplicate_pairs
 from recengine.pipeline.spark.session import spark_session
 from recengine.storage.features import load_model_payload
-from recengine.storage.models import ArticleFeatures
+from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 from recengine.storage.state import read_state
 from tests.factories import csl_records, javaguide_records, write_jsonl
 
@@ -72,6 +73,30 @@ def assert_same_results(local: Any, distributed: Any) -> None:
     assert srows == lrows  # vectors and token counts too
 
 
+def reposts(records: list[dict[str, Any]], n_max: int = 300) -> list[dict[str, Any]]:
+    """Reposts of real articles as sites make them: header, footer, re-titled, re-dated."""
+    out = []
+    for n, r in enumerate(records[:: max(1, len(records) // n_max)][:n_max]):
+        copy = {**r, "id": f"repost-{n}", "title": "转载：" + r["title"]}
+        copy["content"] = f"<p>本文转载自技术社区，原文链接见文末。</p>{r['content']}<p>（完）</p>"
+        copy["published_at"] = f"2024-0{1 + n % 9}-15T08:00:00+08:00"  # some earlier, some later
+        out.append(copy)
+    return out
+
+
+def clusters(factory: sessionmaker[Session]) -> list[tuple[int, int, int, float]]:
+    with factory() as session:
+        rows = session.execute(
+            select(
+                ClusterMember.article_id,
+                ClusterMember.canonical_id,
+                ClusterMember.distance,
+                ClusterMember.score,
+            ).order_by(ClusterMember.article_id)
+        ).all()
+    return [(a, c, d, round(s or 0.0, 6)) for a, c, d, s in rows]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_spark_and_local_engines_agree_on_real_articles(
@@ -82,15 +107,17 @@ def test_spark_and_local_engines_agree_on_real_articles(
     data_dir: Path,
 ) -> None:
     records = csl_records(data_dir) + javaguide_records(data_dir, 429)
-    Ingester(factory, featurizer).ingest_records(records)
+    Ingester(factory, featurizer).ingest_records(records + reposts(records))
     reindex(factory=factory, featurizer=featurizer)
-    local = engine_state(factory)
-    assert len(local[2]) == 2429
+    local, local_clusters = engine_state(factory), clusters(factory)
+    assert len(local[2]) == 2429 + 300
+    assert len({c for _, c, _, _ in local_clusters}) >= 250  # most reposts found
     result = spark_reindex(
         spark=spark, factory=factory, featurizer=featurizer, url=settings.resolved_database_url
     )
-    assert (result.n_docs, result.n_terms) == (2429, len(local[0].df))
+    assert (result.n_docs, result.n_terms) == (2729, len(local[0].df))
     assert_same_results(local, engine_state(factory))
+    assert clusters(factory) == local_clusters
 
 
 @pytest.mark.slow
@@ -186,3 +213,47 @@ def test_block_layout_covers_64_bits() -> None:
         assert layout[0][0] == 0 and all(a[0] + a[1] == b[0] for a, b in pairwise(layout))
     with pytest.raises(ValueError, match="k must be"):
         block_layout(64)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_articles_changed_while_spark_runs_are_clustered_like_a_local_run(
+    spark: Any,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    settings: Settings,
+    data_dir: Path,
+) -> None:
+    records = javaguide_records(data_dir, 80)
+    ingester = Ingester(factory, featurizer)
+    ingester.ingest_records(records + reposts(records)[:20])
+    reindex(factory=factory, featurizer=featurizer)
+
+    class Writer:
+        """Between the Spark stage and the switch, a writer adds reposts and deletes one."""
+
+        def start(self, phase: str, total: int | None, done: int = 0) -> None:
+            if phase == "catch-up":
+                late = [{**r, "id": f"late-{r['id']}"} for r in reposts(records)[20:30]]
+                ingester.ingest_records(late)
+                ingester.delete([records[0]["id"]])
+
+        def update(self, n: int) -> None:
+            pass
+
+    spark_reindex(
+        spark=spark,
+        factory=factory,
+        featurizer=featurizer,
+        url=settings.resolved_database_url,
+        progress=Writer(),
+    )
+    after_spark = clusters(factory)
+    dedup = Deduplicator(settings)
+    with dedup.pending(), factory.begin() as session:  # the local engine's full recluster
+        dedup.recluster(session)
+    assert after_spark == clusters(factory)
+    assert len(after_spark) >= 25
+    with factory() as session:
+        late = session.scalars(select(Article.id).where(Article.external_id.like("late-%")))
+        assert set(late) <= {a for a, *_ in after_spark} | {c for _, c, *_ in after_spark}

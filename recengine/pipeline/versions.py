@@ -92,8 +92,8 @@ def fill_missing(
     version: int,
     batch_size: int,
     scratch: Path,
-) -> int:
-    """Features under ``version`` for every live article that has none yet; returns how many.
+) -> list[int]:
+    """Features under ``version`` for every live article that has none yet; returns their ids.
 
     For engines whose input may not cover the database (a Spark job reading an export).
     """
@@ -110,12 +110,12 @@ def fill_missing(
             after = rows[-1].id
             yield [(r.id, r.title, r.content) for r in rows]
 
-    done = 0
+    done: list[int] = []
     stats = pool.analyze_batches(pages())
     for rows in pool.features_batches(stats, model, scratch):
         with transaction(factory) as session:
             write_features(session, version, rows)
-        done += len(rows)
+        done.extend(i for i, _ in rows)
     return done
 
 

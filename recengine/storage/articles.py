@@ -133,3 +133,8 @@ def live_seqs(*, session: Session, article_ids: Sequence[int]) -> dict[int, int]
 def count_changed(*, session: Session, after_seq: int) -> int:
     """Articles (deleted ones included) whose last change is newer than ``after_seq``."""
     return session.scalar(select(func.count()).where(Article.seq > after_seq)) or 0
+
+
+def ids_changed_since(*, session: Session, after_seq: int) -> list[int]:
+    """Ids of articles (deleted ones included) whose last change is newer than ``after_seq``."""
+    return list(session.scalars(select(Article.id).where(Article.seq > after_seq)))

@@ -5,8 +5,12 @@
    distributed document-frequency count -> the IDF model, saved under a new, inactive version;
 3. Spark: vectors and fingerprints per partition with the broadcast model, written back to SQL in
    bulk by the executors (many rows per INSERT, one transaction per ``spark.write_batch`` rows);
+   near-duplicate pairs by the exact permuted-block join, verified on the executors by the
+   local engine's criterion (``spark.neardup``);
 4. driver: features for live articles the input lacked, then the catch-up of articles changed
-   since the start and the atomic switch, by the local engine's own code.
+   since the start and the atomic switch, by the local engine's own code; in the switch
+   transaction the clusters are formed from Spark's pairs by the local engine's canonical rule
+   (``pipeline.clustering.assign``), and the local near-duplicate index is built.
 
 Interrupted (driver killed, Ctrl-C), it leaves the old state serving and unused rows of the new
 version, which the next reindex of either engine removes; run it again to finish.
@@ -15,6 +19,7 @@ version, which the next reindex of either engine removes; run it again to finish
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,11 +28,13 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.features.tfidf import IdfModel
+from recengine.pipeline.clustering import Edge, assign, rank_key
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer, model_params
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex_job import JobDir
 from recengine.pipeline.spark import compute, source
+from recengine.pipeline.spark.neardup import verified_edges
 from recengine.pipeline.versions import (
     Progress,
     QuietProgress,
@@ -37,8 +44,11 @@ from recengine.pipeline.versions import (
     fill_missing,
     fit_params,
 )
+from recengine.storage.articles import ids_changed_since
+from recengine.storage.clusters import MemberRow, delete_all, insert_rows, published
 from recengine.storage.db import transaction
 from recengine.storage.features import save_model
+from recengine.storage.fingerprints import SqlFingerprints
 from recengine.storage.state import read_state
 
 
@@ -85,7 +95,9 @@ def spark_reindex(
             start = read_state(session=session)
         jobs.clear()
         drop_stale_versions(factory, keep={start.active_model_version})
-        model, version = _fit_and_write(spark, factory, featurizer, url, source_input, start.seq)
+        model, version, edges = _fit_and_write(
+            spark, factory, featurizer, url, source_input, start.seq
+        )
         batch = settings.reindex.batch_size
         filled = fill_missing(factory, pool, model, version, batch, jobs.path)
         with dedup.pending():
@@ -97,14 +109,16 @@ def spark_reindex(
                 start.seq,
                 batch,
                 progress,
-                on_switch=lambda session, _changed: dedup.recluster(session),
+                on_switch=lambda session, _: switch_clusters(
+                    session, edges, start.seq, filled, dedup
+                ),
             )
         dedup.save()
     finally:
         if own:
             pool.close()
         jobs.unlock()
-    reason = f"{filled} articles missing from the input computed locally" if filled else ""
+    reason = f"{len(filled)} articles missing from the input computed locally" if filled else ""
     return ReindexResult(version, model.n_docs, len(model.df), caught_up, reason=reason)
 
 
@@ -115,8 +129,8 @@ def _fit_and_write(
     url: str,
     source_input: SparkInput,
     start_seq: int,
-) -> tuple[IdfModel, int]:
-    """Steps 2 and 3: the model fitted and saved, every feature written; returns both."""
+) -> tuple[IdfModel, int, list[Edge]]:
+    """Steps 2 and 3: model fitted and saved, features written, near-duplicates verified."""
     from pyspark import StorageLevel
 
     settings = featurizer.settings
@@ -149,8 +163,41 @@ def _fit_and_write(
         features = stats.mapPartitions(
             lambda part: compute.features_partition(blob, digest, shared, part)
         )
+        features.persist(StorageLevel.MEMORY_AND_DISK)
         features.mapPartitions(lambda part: compute.write_partition(url, version, size, part)).sum()
+        n = settings.neardup
+        edges = verified_edges(features, settings.features.hamming_k, n.min_cosine, partitions)
+        features.unpersist()
         shared.destroy()
     finally:
         stats.unpersist()
-    return model, version
+    return model, version, edges
+
+
+def switch_clusters(
+    session: Session,
+    edges: Sequence[Edge],
+    start_seq: int,
+    filled: Sequence[int],
+    dedup: Deduplicator,
+) -> None:
+    """Inside the switch transaction: clusters from Spark's verified pairs, then the local index.
+
+    Pairs touching an article changed since the job started (edited, added or deleted while
+    Spark ran) are left out; once the local index is built, ``dedup.update`` recomputes exactly
+    the components those articles, and the ``filled`` ones Spark did not see, are in, which
+    gives what a full recluster gives.
+    """
+    changed = set(ids_changed_since(session=session, after_seq=start_seq)) | set(filled)
+    kept = [e for e in edges if e.a not in changed and e.b not in changed]
+    ids = sorted({x for e in kept for x in (e.a, e.b)})
+    dates = published(session=session, article_ids=ids)
+    members = assign({i: rank_key(i, dates.get(i)) for i in ids}, kept)
+    delete_all(session=session)
+    insert_rows(
+        session=session,
+        rows=[MemberRow(m.article_id, m.canonical_id, m.distance, m.score) for m in members],
+    )
+    dedup.index.sync(SqlFingerprints(session))  # the local index build
+    if changed:
+        dedup.update(session, sorted(changed))

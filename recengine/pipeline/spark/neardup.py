@@ -7,7 +7,15 @@ the two are equal on that block. Hence:
 1. every ``(id, fingerprint)`` is emitted once per block, keyed by ``(block, block value)``;
 2. a shuffle groups equal keys; within a group every pair is a candidate;
 3. each candidate is verified (``popcount(a ^ b) <= k``), and kept only by the **first** block
-   on which the two agree, so every pair comes out exactly once without a ``distinct`` shuffle.
+   on which the two agree, so every pair comes out exactly once without a ``distinct`` shuffle;
+4. (:func:`verified_edges`) both articles' fingerprints and vectors are joined to each pair and
+   the local engine's criterion (``features.neardup.NearDupCriterion``) decides, on the
+   executors; the driver then clusters the edges with ``pipeline.clustering.assign``.
+
+Cost: with k = 8 the blocks are 7 bits wide, so a block value is shared by about n / 128
+articles and the candidates grow as n^2 / 128 per block: fine for a few million articles, not
+for hundreds of millions (there, more and longer keys, e.g. C(n, n - k) block combinations,
+trade shuffle volume for fewer candidates).
 
 Exact: no pair within k is missed, none beyond k is kept (``tests/test_spark.py`` compares with
 brute force). A block value shared by very many articles (e.g. a crowd of exact copies) makes a
@@ -19,11 +27,15 @@ Array contracts: ids ``int64``, fingerprints ``uint64``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from recengine.features.neardup import NearDupCriterion
 from recengine.features.simhash import hamming_many
+from recengine.features.tfidf import SparseVector
+from recengine.pipeline.clustering import Edge
 
 Pair = tuple[int, int, int]  # (smaller id, larger id, distance)
 
@@ -100,3 +112,35 @@ def near_duplicate_pairs(fingerprints: object, k: int, partitions: int) -> objec
     keyed = fingerprints.flatMap(lambda item: block_keys(item, layout))  # type: ignore[attr-defined]
     groups = keyed.groupByKey(partitions)
     return groups.flatMap(lambda kv: group_pairs(kv[0], kv[1], k, layout))
+
+
+def verify_partition(
+    k: int, min_cosine: float, rows: Iterable[tuple[int, tuple[Any, Any]]]
+) -> Iterator[tuple[int, int, int, float]]:
+    """Candidate pairs joined with both articles' features -> verified edges.
+
+    Each row is ``(b, ((a, b, distance, fp_a, vector_a), (fp_b, vector_b)))``; the verdict is
+    :meth:`NearDupCriterion.judge`, the local engine's own.
+    """
+    criterion = NearDupCriterion(k, min_cosine)
+    for _, ((a, b, _d, fp_a, vec_a), (fp_b, vec_b)) in rows:
+        verdict = criterion.judge(
+            fp_a, SparseVector.from_bytes(vec_a), fp_b, SparseVector.from_bytes(vec_b)
+        )
+        if verdict.duplicate:
+            yield a, b, verdict.distance, verdict.score
+
+
+def verified_edges(features: Any, k: int, min_cosine: float, partitions: int) -> list[Edge]:
+    """Every verified near-duplicate pair among ``features`` rows ``(id, fp, vector, n)``.
+
+    Candidates come from the block join; both articles' fingerprints and vectors are joined
+    to each candidate (only candidates travel), and the criterion runs on the executors.
+    """
+    by_id = features.map(lambda r: (r[0], (r[1], r[2])))
+    pairs = near_duplicate_pairs(features.map(lambda r: (r[0], r[1])), k, partitions)
+    with_a = pairs.map(lambda p: (p[0], p)).join(by_id, partitions)  # type: ignore[attr-defined]
+    keyed_b = with_a.map(lambda kv: (kv[1][0][1], (*kv[1][0], *kv[1][1])))
+    both = keyed_b.join(by_id, partitions)
+    edges = both.mapPartitions(lambda rows: verify_partition(k, min_cosine, rows)).collect()
+    return [Edge(*edge) for edge in sorted(edges)]
