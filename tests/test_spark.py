@@ -61,6 +61,15 @@ def engine_state(factory: sessionmaker[Session]) -> tuple[IdfModel, dict[str, An
     return IdfModel.from_bytes(payload), params, {r[0]: tuple(r[1:]) for r in rows}
 
 
+def indexed(
+    factory: sessionmaker[Session], featurizer: Featurizer, records: list[dict[str, Any]]
+) -> tuple[IdfModel, dict[str, Any], dict[int, Any]]:
+    """Ingest ``records``, reindex locally; the resulting state."""
+    Ingester(factory, featurizer).ingest_records(records)
+    reindex(factory=factory, featurizer=featurizer)
+    return engine_state(factory)
+
+
 def assert_same_results(local: Any, distributed: Any) -> None:
     (lmodel, lparams, lrows), (smodel, sparams, srows) = local, distributed
     assert smodel.n_docs == lmodel.n_docs
@@ -130,9 +139,7 @@ def test_spark_reads_an_export_and_fills_what_it_lacks(
     tmp_path: Path,
 ) -> None:
     records = javaguide_records(data_dir, 120)
-    Ingester(factory, featurizer).ingest_records(records)
-    reindex(factory=factory, featurizer=featurizer)
-    local = engine_state(factory)
+    local = indexed(factory, featurizer, records)
     extra = {"id": "not-in-the-database", "title": "孤儿", "content": "不在库里的文章"}
     export = write_jsonl(tmp_path / "export.jsonl", [*records[:100], extra])
     result = spark_reindex(
@@ -161,9 +168,7 @@ def test_cli_spark_engine_and_parquet_export(
     tmp_path: Path,
 ) -> None:
     records = javaguide_records(data_dir, 60)
-    Ingester(factory, featurizer).ingest_records(records)
-    reindex(factory=factory, featurizer=featurizer)
-    local = engine_state(factory)
+    local = indexed(factory, featurizer, records)
     parquet = tmp_path / "articles.parquet"
     spark.createDataFrame(
         [(r["id"], r["title"], r["content"]) for r in records],

@@ -65,24 +65,15 @@ def run(
     )
     try:
         with pool:
-            if incremental:
-                result = reindex_incremental(
-                    factory=ctx.factory,
-                    featurizer=ctx.featurizer,
-                    batch_size=settings.reindex.batch_size,
-                    progress=bar,
-                    pool=pool,
-                    resume=resume,
-                )
-            else:
-                result = run_reindex(
-                    factory=ctx.factory,
-                    featurizer=ctx.featurizer,
-                    batch_size=settings.reindex.batch_size,
-                    progress=bar,
-                    pool=pool,
-                    resume=resume,
-                )
+            engine = reindex_incremental if incremental else run_reindex
+            result = engine(
+                factory=ctx.factory,
+                featurizer=ctx.featurizer,
+                batch_size=settings.reindex.batch_size,
+                progress=bar,
+                pool=pool,
+                resume=resume,
+            )
     finally:
         bar.close()
     echo_result(result)
