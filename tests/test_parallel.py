@@ -18,7 +18,7 @@ from recengine.config import Settings, load_settings
 from recengine.features.tfidf import fit_idf
 from recengine.pipeline.featurize import Featurizer, text_of
 from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.parallel import AnalysisPool, Item, resolve_workers
+from recengine.pipeline.parallel import AnalysisPool, Item, WorkerDied, resolve_workers
 from recengine.pipeline.reindex import reindex
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
@@ -168,3 +168,18 @@ def test_ingest_in_the_pool_stores_what_in_process_ingest_stores(
     pooled = _ingest_state(tmp_path, "pooled", 2, records)
     assert pooled == _ingest_state(tmp_path, "local", 1, records)
     assert len(pooled) == 140
+
+
+def test_a_worker_killed_mid_run_is_a_clear_error(
+    plain_settings: Settings, items: list[Item]
+) -> None:
+    with AnalysisPool(plain_settings, workers=2) as pool:
+        results = pool.analyze_batches(batches(items * 20, 4))
+        next(results)
+        executor = pool._executor
+        assert executor is not None
+        os.kill(next(iter(executor._processes)), signal.SIGKILL)
+        with pytest.raises(WorkerDied, match="worker process died"):
+            for _ in results:
+                pass
+        assert pool.count_texts(["数据库 索引"] * 4)[0].counts == {"数据库": 1, "索引": 1}

@@ -30,11 +30,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from recengine.config import Settings
+from recengine.errors import RecengineError
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.featurize import FeatureRow, Featurizer, TextStats
 
@@ -44,6 +46,13 @@ A = TypeVar("A")
 R = TypeVar("R")
 
 _worker: Featurizer | None = None
+
+
+class WorkerDied(RecengineError):
+    """A worker process of the pool ended abruptly."""
+
+    code = "worker_died"
+
 _worker_model: tuple[ModelFile, IdfModel] | None = None
 
 
@@ -189,6 +198,12 @@ class AnalysisPool:
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()
+        except BrokenProcessPool as exc:
+            self._executor = None
+            raise WorkerDied(
+                "a text-analysis worker process died (killed, or out of memory?); nothing "
+                "was switched: run the command again (a reindex resumes where it stopped)"
+            ) from exc
         finally:
             for future in pending:  # the caller stopped early or failed: drop queued work
                 future.cancel()

@@ -26,7 +26,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.errors import ConfigError
-from recengine.storage.articles import find_existing
+from recengine.storage.articles import count_live, find_existing
 from recengine.storage.db import make_engine, make_session_factory, transaction
 from recengine.storage.models import Article
 
@@ -83,9 +83,16 @@ def read_range(url: str, bounds: tuple[int, int]) -> Iterator[Row3]:
 
 
 def from_database(spark: Any, factory: sessionmaker[Session], url: str, rows: int) -> Any:
-    """An RDD of ``(id, title, content)``, one partition per id range."""
-    ranges = id_ranges(factory, rows)
+    """An RDD of ``(id, title, content)``, one partition per id range.
+
+    Ranges hold at most ``rows`` articles, and there are at least 4 per core Spark has
+    (``defaultParallelism``), so that tasks of uneven cost still keep every core busy.
+    """
     context = spark.sparkContext
+    with transaction(factory) as session:
+        live = count_live(session=session)
+    per_range = max(1, min(rows, -(-live // (4 * max(1, context.defaultParallelism)))))
+    ranges = id_ranges(factory, per_range)
     return context.parallelize(ranges, max(1, len(ranges))).flatMap(
         lambda bounds: read_range(url, bounds)
     )
