@@ -58,10 +58,14 @@ def plot_cluster_sizes(data: ReportData, path: Path) -> None:
     sizes = Counter(data.cluster_sizes)
     fig, ax = plt.subplots(figsize=(8, 3.2), dpi=110)
     xs = sorted(sizes)
-    ax.bar([str(x) for x in xs], [sizes[x] for x in xs], color="#4c78a8")
-    ax.set_yscale("log")
+    counts = [sizes[x] for x in xs]
+    ax.bar([str(x) for x in xs], counts, color="#4c78a8", width=0.6)
+    wide = max(counts) > 50 * min(counts)  # a long tail: a log scale keeps it visible
+    if wide:
+        ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel("cluster size (articles, canonical included)")
-    ax.set_ylabel("clusters (log scale)")
+    ax.set_ylabel("clusters (log scale)" if wide else "clusters")
     ax.set_title("Near-duplicate cluster sizes")
     fig.tight_layout()
     fig.savefig(path)
