@@ -55,12 +55,35 @@ def database(folder: Path, docs: list[Doc], **overrides: Any) -> tuple[Settings,
     return settings, factory
 
 
+def cpu_seconds() -> float:
+    """CPU time (user + system) of this process and every descendant, live or finished.
+
+    Live descendants are read through psutil (the Spark JVM and its Python workers live until
+    the end); finished ones are in each process's ``children_*`` times.
+    """
+    import psutil
+
+    total = 0.0
+    me = psutil.Process()
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            t = proc.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+CPU: dict[str, float] = {}
+
+
 def local_run(settings: Settings, factory: Any, workers: int) -> float:
     featurizer = Featurizer(settings)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     with AnalysisPool(settings, workers=workers, featurizer=featurizer) as pool:
         result = reindex(factory=factory, featurizer=featurizer, pool=pool, resume=False)
     seconds = time.perf_counter() - start
+    CPU[f"local{workers}-{result.n_docs}"] = cpu_seconds() - cpu
     print(f"  local, {workers} process(es): {seconds:.1f} s ({result.n_docs} docs)", flush=True)
     return seconds
 
@@ -70,7 +93,7 @@ def spark_run(settings: Settings, factory: Any, master: str) -> float:
     from recengine.pipeline.spark.session import spark_session
 
     featurizer = Featurizer(settings)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     spark, _ = spark_session(settings.spark, master)
     try:
         result = spark_reindex(
@@ -79,6 +102,7 @@ def spark_run(settings: Settings, factory: Any, master: str) -> float:
             featurizer=featurizer,
             url=settings.resolved_database_url,
         )
+        CPU[f"spark {master}"] = cpu_seconds() - cpu  # the JVM and workers are still alive
     finally:
         spark.stop()
     seconds = time.perf_counter() - start
@@ -86,8 +110,9 @@ def spark_run(settings: Settings, factory: Any, master: str) -> float:
     return seconds
 
 
-def ingest_run(folder: Path, docs: list[Doc], workers: int) -> float:
-    """Seconds to ingest ``docs`` (all new) with an active model, ``ingest.workers = workers``."""
+def ingest_run(folder: Path, docs: list[Doc], workers: int) -> tuple[float, int, float]:
+    """``(seconds, docs, CPU seconds)`` to ingest ``docs`` (all new) with an active model,
+    ``ingest.workers = workers``."""
     settings = load_settings(
         {
             "data_dir": str(folder),
@@ -102,17 +127,21 @@ def ingest_run(folder: Path, docs: list[Doc], workers: int) -> float:
     with Ingester(factory, featurizer) as ingester:
         ingester.ingest_records(d.record() for d in docs[:2000])
         reindex(factory=factory, featurizer=featurizer, resume=False)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), cpu_seconds()
         ingester.ingest_records({**d.record(), "id": f"x/{d.id}"} for d in docs)
         seconds = time.perf_counter() - start
+    used = cpu_seconds() - cpu  # after close(): finished workers are counted
     engine.dispose()
-    return seconds
+    return seconds, len(docs), used
 
 
-def table(rows: list[tuple[str, float, int, int]]) -> None:
-    print(f"\n{'run':<44} {'seconds':>8} {'docs/s':>8} {'MB/s':>6}")
-    for name, seconds, n, nbytes in rows:
-        print(f"{name:<44} {seconds:>8.1f} {n / seconds:>8.0f} {nbytes / seconds / 1e6:>6.2f}")
+def table(rows: list[tuple[str, float, int, int, float]]) -> None:
+    print(f"\n{'run':<44} {'seconds':>8} {'docs/s':>8} {'MB/s':>6} {'CPU s':>7}")
+    for name, seconds, n, nbytes, cpu in rows:
+        print(
+            f"{name:<44} {seconds:>8.1f} {n / seconds:>8.0f} {nbytes / seconds / 1e6:>6.2f} "
+            f"{cpu:>7.1f}"
+        )
 
 
 def timed(fn: Callable[[], float], repeat: int) -> float:
@@ -138,27 +167,39 @@ def main() -> None:
         f"load: {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} cores",
         flush=True,
     )
-    rows: list[tuple[str, float, int, int]] = []
+    rows: list[tuple[str, float, int, int, float]] = []
+    n = len(docs)
     with tempfile.TemporaryDirectory() as tmp:
         settings, factory = database(Path(tmp) / "small", docs[: args.small])
         small2 = timed(lambda: local_run(settings, factory, 2), args.repeat)
-        rows.append((f"local, 2 processes ({args.small} docs)", small2, args.small, small_bytes))
+        rows.append(
+            (
+                f"local, 2 processes ({args.small} docs)",
+                small2,
+                args.small,
+                small_bytes,
+                CPU[f"local2-{args.small}"],
+            )
+        )
         settings, factory = database(Path(tmp) / "full", docs)
         one = timed(lambda: local_run(settings, factory, 1), args.repeat)
         two = timed(lambda: local_run(settings, factory, 2), args.repeat)
-        rows += [("local, 1 process", one, len(docs), nbytes)]
-        rows += [("local, 2 processes", two, len(docs), nbytes)]
+        rows += [("local, 1 process", one, n, nbytes, CPU[f"local1-{n}"])]
+        rows += [("local, 2 processes", two, n, nbytes, CPU[f"local2-{n}"])]
         if not args.no_spark:
             s1 = timed(lambda: spark_run(settings, factory, "local[1]"), args.repeat)
             s2 = timed(lambda: spark_run(settings, factory, "local[2]"), args.repeat)
-            rows += [("spark local[1]", s1, len(docs), nbytes)]
-            rows += [("spark local[2]", s2, len(docs), nbytes)]
+            rows += [("spark local[1]", s1, n, nbytes, CPU["spark local[1]"])]
+            rows += [("spark local[2]", s2, n, nbytes, CPU["spark local[2]"])]
         ingest = docs[: args.ingest_docs]
         i1 = ingest_run(Path(tmp) / "i1", ingest, 1)
         i2 = ingest_run(Path(tmp) / "i2", ingest, 2)
+    print(f"load after the runs: {os.getloadavg()[0]:.2f} (1 min)")
     ingest_bytes = sum(d.nbytes for d in ingest)
-    rows += [(f"ingest, ingest.workers=1 ({len(ingest)} docs)", i1, len(ingest), ingest_bytes)]
-    rows += [(f"ingest, ingest.workers=2 ({len(ingest)} docs)", i2, len(ingest), ingest_bytes)]
+    for workers, (sec, count, cpu) in ((1, i1), (2, i2)):
+        rows += [
+            (f"ingest, ingest.workers={workers} ({count} docs)", sec, count, ingest_bytes, cpu)
+        ]
     table(rows)
     per_doc = (two - small2) / (len(docs) - args.small)
     fixed = two - per_doc * len(docs)
@@ -171,7 +212,12 @@ def main() -> None:
         f"1e6 = {million / 60:.1f} min   (target <= 15 min)"
     )
     print(f"1 process, same per-article scaling: {one * 1e6 / len(docs) / 60:.1f} min")
-    print(f"ingest.workers=2 vs 1: {i1 / i2:.2f}x")
+    print(f"ingest.workers=2 vs 1: {i1[0] / i2[0]:.2f}x")
+    cpu1, cpu2 = CPU[f"local1-{n}"], CPU[f"local2-{n}"]
+    print(
+        f"CPU per article: 1 process {cpu1 / n * 1e3:.2f} ms, 2 processes {cpu2 / n * 1e3:.2f} ms"
+        f" (with 2 idle cores, 2 processes can reach at most {2 * cpu1 / cpu2:.2f}x)"
+    )
 
 
 if __name__ == "__main__":
