@@ -9,9 +9,10 @@ Steps (each resumable, see ``reindex_job``):
 2. **pass 2**: vectors and fingerprints are computed from the spool (on the pool too) and written
    under the new version, one transaction per batch;
 3. **catch-up and switch**: articles written since the reindex started (``articles.seq`` newer
-   than the job's start) are recomputed; the last few, the switch of the active version and the
-   removal of the old one happen in one transaction under the writers' lock
-   (``storage.state.begin_write``).
+   than the job's start) are recomputed; the last few, the switch of the active version, the
+   removal of the old one and the near-duplicate clusters under the new model
+   (``dedup.Deduplicator.recluster``) happen in one transaction under the writers' lock
+   (``storage.state.begin_write``); the near-duplicate index file is written after it commits.
 
 Readers never see a half-built state: until step 3 commits they use the old version, whose rows
 nothing here touches. ``kill -9`` or Ctrl-C at any point leaves the old state as it was plus
