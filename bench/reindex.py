@@ -1,8 +1,11 @@
 """Full reindex throughput: the local engine with 1 and 2 processes, Spark local[1] and local[2].
 
 Data: the 2,529 real documents of ../shared/data (CSDN blogs, JavaGuide, CSL abstracts),
-**resampled with replacement** to ``--docs`` documents (100,000 by default), ingested once into a
-SQLite database (no model yet, so ingest does not tokenize). Every run is a full reindex of that
+**resampled** to ``--docs`` documents (100,000 by default) by ``bench.corpus.resample_mixed``:
+real titles, and bodies of real paragraphs drawn from the whole corpus to each title's original
+length (plain resampling would make every document one of ~40 identical copies, a crowd of
+exact duplicates no site has); ingested once into a SQLite database (no model yet, so ingest
+does not tokenize). Every run is a full reindex of that
 same database (pass 1, IDF fit, pass 2, switch); MB are UTF-8 bytes of title + content as
 stored. The runs are side by side in one process, in the same state of the machine.
 
@@ -27,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.corpus import Doc, real_docs, resample
+from bench.corpus import Doc, real_docs, resample_mixed
 from recengine.config import Settings, load_settings
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
@@ -158,11 +161,12 @@ def main() -> None:
     args = parser.parse_args()
 
     real = real_docs()
-    docs = resample(real, args.docs)
+    docs = resample_mixed(real, args.docs)
     nbytes = sum(d.nbytes for d in docs)
     small_bytes = sum(d.nbytes for d in docs[: args.small])
     print(
-        f"corpus: {len(real)} real documents of ../shared/data resampled to {len(docs)} "
+        f"corpus: {len(real)} real documents of ../shared/data resampled (paragraph mix) to "
+        f"{len(docs)} "
         f"({nbytes / 1e6:.1f} MB title + content, {nbytes / len(docs):.0f} B/article); "
         f"load: {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} cores",
         flush=True,
