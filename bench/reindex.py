@@ -86,8 +86,12 @@ def local_run(settings: Settings, factory: Any, workers: int) -> float:
     with AnalysisPool(settings, workers=workers, featurizer=featurizer) as pool:
         result = reindex(factory=factory, featurizer=featurizer, pool=pool, resume=False)
     seconds = time.perf_counter() - start
-    CPU[f"local{workers}-{result.n_docs}"] = cpu_seconds() - cpu
-    print(f"  local, {workers} process(es): {seconds:.1f} s ({result.n_docs} docs)", flush=True)
+    used = CPU[f"local{workers}-{result.n_docs}"] = cpu_seconds() - cpu
+    print(
+        f"  local, {workers} process(es): {seconds:.1f} s, CPU {used:.1f} s ({result.n_docs} docs)"
+        f", load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     return seconds
 
 
@@ -109,7 +113,11 @@ def spark_run(settings: Settings, factory: Any, master: str) -> float:
     finally:
         spark.stop()
     seconds = time.perf_counter() - start
-    print(f"  spark {master}: {seconds:.1f} s, JVM start included ({result.n_docs} docs)")
+    print(
+        f"  spark {master}: {seconds:.1f} s, JVM start included, CPU {CPU[f'spark {master}']:.1f}"
+        f" s ({result.n_docs} docs), load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     return seconds
 
 
