@@ -10,6 +10,7 @@ import csv
 import json
 import os
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,4 +91,32 @@ def resample(docs: list[Doc], n: int, seed: int = 7) -> list[Doc]:
     for i in range(n):
         d = docs[rnd.randrange(len(docs))]
         out.append(Doc(f"r{i}/{d.id}", d.title, d.content, d.category, d.tags))
+    return out
+
+
+def _paragraphs(text: str) -> list[str]:
+    parts = re.split(r"(?:</p>|<br\s*/?>|\n)+", text)
+    return [p for p in parts if len(p.strip()) >= 20]
+
+
+def resample_mixed(docs: list[Doc], n: int, seed: int = 7) -> list[Doc]:
+    """``n`` documents of real text mixed at the paragraph level, so copies are not duplicates.
+
+    Each document keeps the title, category and tags of a randomly drawn real document and gets
+    a body of about the same length made of paragraphs drawn from the whole corpus. Plain
+    resampling would give every real document ~n/2,529 identical copies: a corpus made of
+    crowds of exact duplicates, which no site has and which makes the near-duplicate stage
+    (every pair in a crowd is a candidate) dominate a reindex benchmark.
+    """
+    rnd = random.Random(seed)
+    pool = [p for d in docs for p in _paragraphs(d.content)]
+    out = []
+    for i in range(n):
+        d = docs[rnd.randrange(len(docs))]
+        body: list[str] = []
+        size, target = 0, max(200, len(d.content))
+        while size < target:
+            body.append(pool[rnd.randrange(len(pool))])
+            size += len(body[-1])
+        out.append(Doc(f"m{i}/{d.id}", d.title, "\n".join(body), d.category, d.tags))
     return out

@@ -73,6 +73,8 @@ class IngestSettings(_Section):
     max_record_bytes: int = Field(default=2_000_000, ge=1_000)
     batch_size: int = Field(default=500, ge=1, le=100_000)
     naive_timezone: str = "UTC"
+    workers: int = Field(default=1, ge=0, le=256)
+    parallel_min_batch: int = Field(default=64, ge=1)
 
     @field_validator("naive_timezone")
     @classmethod
@@ -82,6 +84,20 @@ class IngestSettings(_Section):
         except (ZoneInfoNotFoundError, ValueError) as exc:
             raise ValueError(f"unknown time zone {value!r}") from exc
         return value
+
+
+class ReindexSettings(_Section):
+    workers: int = Field(default=0, ge=0, le=256)
+    batch_size: int = Field(default=1_000, ge=1, le=100_000)
+    refit_drift: float = Field(default=0.1, ge=0.0, le=10.0)
+
+
+class SparkSettings(_Section):
+    master: str = "local[*]"
+    partitions: int = Field(default=0, ge=0, le=1_000_000)
+    read_partition_rows: int = Field(default=20_000, ge=100)
+    write_batch: int = Field(default=2_000, ge=1, le=100_000)
+    driver_memory: str = "2g"
 
 
 class Settings(BaseSettings):
@@ -102,6 +118,8 @@ class Settings(BaseSettings):
     features: FeatureSettings = FeatureSettings()
     neardup: NearDupSettings = NearDupSettings()
     ingest: IngestSettings = IngestSettings()
+    reindex: ReindexSettings = ReindexSettings()
+    spark: SparkSettings = SparkSettings()
 
     @field_validator("database_url")
     @classmethod

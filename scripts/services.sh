@@ -1,6 +1,8 @@
 # Services the test suite needs, started when not running. Sourced by scripts/test.
 #   start_postgres: a private PostgreSQL server (Debian's package, installed when missing);
 #                   exports RECENGINE_TEST_POSTGRES_URL.
+#   ensure_java:    a Java runtime for the Spark tests (Debian's openjdk-17-jre-headless when
+#                   `java` is missing; PySpark 4 needs Java 17 or newer).
 
 _as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -41,4 +43,11 @@ start_postgres() {
   fi
   export RECENGINE_TEST_POSTGRES_URL="postgresql+psycopg://postgres@127.0.0.1:$port/postgres"
   echo "PostgreSQL: $RECENGINE_TEST_POSTGRES_URL" >&2
+}
+
+ensure_java() {
+  if command -v java >/dev/null; then return 0; fi
+  echo "installing Java 17 for Spark (Debian package openjdk-17-jre-headless)" >&2
+  _apt_install openjdk-17-jre-headless
+  command -v java >/dev/null || { echo "java still missing after the install" >&2; return 1; }
 }

@@ -19,15 +19,15 @@ def record(n: int | str, **fields: Any) -> dict[str, Any]:
     return base
 
 
-def javaguide_records(data: Path, limit: int) -> list[dict[str, Any]]:
-    """Real articles (JavaGuide, Markdown bodies) as ingest records."""
+def _jsonl_records(path: Path, prefix: str, limit: int | None) -> list[dict[str, Any]]:
+    """Records of a corpus in ../shared/data (``id, title, body, category, tags``)."""
     out = []
-    with (data / "javaguide" / "javaguide.jsonl").open(encoding="utf-8") as handle:
+    with path.open(encoding="utf-8") as handle:
         for line in handle:
             r = json.loads(line)
             out.append(
                 {
-                    "id": r["id"],
+                    "id": f"{prefix}{r['id']}",
                     "title": r["title"],
                     "content": r["body"],
                     "category": r["category"],
@@ -39,8 +39,18 @@ def javaguide_records(data: Path, limit: int) -> list[dict[str, Any]]:
     return out
 
 
+def javaguide_records(data: Path, limit: int) -> list[dict[str, Any]]:
+    """Real articles (JavaGuide, Markdown bodies) as ingest records."""
+    return _jsonl_records(data / "javaguide" / "javaguide.jsonl", "", limit)
+
+
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
     path.write_text(
         "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8"
     )
     return path
+
+
+def csl_records(data: Path, limit: int | None = None) -> list[dict[str, Any]]:
+    """Real Chinese paper titles and abstracts (CSL) as ingest records."""
+    return _jsonl_records(data / "csl-papers" / "csl_papers.jsonl", "csl-", limit)

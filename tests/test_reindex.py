@@ -50,18 +50,23 @@ def test_articles_written_during_reindex_are_caught_up(
     written: list[int] = []
     calls = iter(range(3))
 
-    def progress(n: int) -> None:
-        # Runs between reindex batches: a concurrent writer adds one article, changes another.
-        if (k := next(calls, None)) is not None:
-            summary = ingester.ingest_records(
-                [
-                    record(100 + k, content=f"<p>并发写入的新文章 {k}</p>"),
-                    record(k, title=f"改过的标题 {k}"),
-                ]
-            )
-            written.extend(summary.changed_ids)
+    class Writer:
+        """Runs between reindex batches: a concurrent writer adds one article, changes another."""
 
-    result = reindex(factory=factory, featurizer=featurizer, batch_size=3, progress=progress)
+        def start(self, phase: str, total: int | None, done: int = 0) -> None:
+            pass
+
+        def update(self, n: int) -> None:
+            if (k := next(calls, None)) is not None:
+                summary = ingester.ingest_records(
+                    [
+                        record(100 + k, content=f"<p>并发写入的新文章 {k}</p>"),
+                        record(k, title=f"改过的标题 {k}"),
+                    ]
+                )
+                written.extend(summary.changed_ids)
+
+    result = reindex(factory=factory, featurizer=featurizer, batch_size=3, progress=Writer())
     assert result.caught_up >= 3
     state = features(factory)
     with factory() as session:

@@ -113,3 +113,28 @@ def test_fingerprint_uses_top_n_terms_only() -> None:
     vec = SparseVector(terms, hasher.hashes(terms), weights)
     cut = SparseVector(terms[:20], hasher.hashes(terms[:20]), weights[:20])
     assert fingerprints([vec], 20)[0] == fingerprints([cut], 100)[0]
+
+
+def test_blocks_of_very_different_widths_give_the_reference() -> None:
+    """Documents are grouped by size into blocks: many small ones with a few huge ones, in any
+    order, still give each document its own reference fingerprint."""
+    rng = np.random.default_rng(5)
+    sizes = [0, 3, 70_000, 1, 40, 5_000, 2, 0, 900, 65_536, 12] * 3
+    docs = [
+        [(f"w{rng.integers(1e9)}", float(np.float32(rng.random()))) for _ in range(n)]
+        for n in sizes
+    ]
+    hasher = TermHasher()
+    got = simhash_many(
+        [hasher.hashes([t for t, _ in d]) for d in docs],
+        [np.array([w for _, w in d], dtype=np.float32) for d in docs],
+    )
+    small = [i for i, n in enumerate(sizes) if n <= 5_000]
+    assert [int(got[i]) for i in small] == [reference_simhash(docs[i]) for i in small]
+    for i, n in enumerate(sizes):  # the large ones: against a batch of one
+        if n > 5_000:
+            alone = simhash_many(
+                [hasher.hashes([t for t, _ in docs[i]])],
+                [np.array([w for _, w in docs[i]], dtype=np.float32)],
+            )
+            assert int(got[i]) == int(alone[0])

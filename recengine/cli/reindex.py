@@ -1,38 +1,157 @@
-"""``recengine reindex``: rebuild the IDF model, vectors and fingerprints from SQL."""
+"""``recengine reindex``: rebuild the IDF model, vectors and fingerprints from SQL.
+
+A progress bar per phase (articles done, rate, ETA) is drawn on a terminal only: in CI or when
+stderr is redirected the command prints just its summary line.
+"""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 from tqdm import tqdm
 
 from recengine.cli.context import CliContext
+from recengine.pipeline.incremental import reindex_incremental
+from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex import reindex as run_reindex
-from recengine.storage.articles import count_live
-from recengine.storage.db import transaction
+from recengine.pipeline.versions import ReindexResult
 
 
-def run(ctx: CliContext) -> None:
-    """Reindex with a progress bar on a terminal (quiet otherwise, e.g. in CI)."""
-    with transaction(ctx.factory) as session:
-        total = count_live(session=session)
-    with tqdm(total=2 * total, unit="doc", disable=not sys.stderr.isatty(), desc="reindex") as bar:
-        result = run_reindex(
-            factory=ctx.factory,
-            featurizer=ctx.featurizer,
-            batch_size=ctx.settings.ingest.batch_size,
-            progress=bar.update,
+class BarProgress:
+    """One tqdm bar per phase on stderr; silent when stderr is not a terminal."""
+
+    def __init__(self, enabled: bool | None = None) -> None:
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self._bar: tqdm[None] | None = None
+
+    def start(self, phase: str, total: int | None, done: int = 0) -> None:
+        self.close()
+        self._bar = tqdm(
+            total=total,
+            initial=done,
+            unit="doc",
+            desc=f"reindex: {phase}",
+            disable=not self.enabled,
+            dynamic_ncols=True,
+            smoothing=0.1,
         )
+
+    def update(self, n: int) -> None:
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def run(
+    ctx: CliContext,
+    *,
+    incremental: bool = False,
+    workers: int | None = None,
+    resume: bool = True,
+) -> ReindexResult:
+    """Reindex locally with a progress bar; print and return the summary."""
+    settings = ctx.settings
+    bar = BarProgress()
+    pool = AnalysisPool(
+        settings,
+        workers=settings.reindex.workers if workers is None else workers,
+        featurizer=ctx.featurizer,
+    )
+    try:
+        with pool:
+            engine = reindex_incremental if incremental else run_reindex
+            result = engine(
+                factory=ctx.factory,
+                featurizer=ctx.featurizer,
+                batch_size=settings.reindex.batch_size,
+                progress=bar,
+                pool=pool,
+                resume=resume,
+            )
+    finally:
+        bar.close()
+    echo_result(result)
+    return result
+
+
+def echo_result(result: ReindexResult) -> None:
+    if result.mode == "incremental":
+        click.echo(
+            f"incremental reindex: {result.recomputed} changed articles recomputed under IDF "
+            f"model version {result.version} ({result.reason})"
+        )
+        return
     click.echo(
-        f"reindexed {result.n_docs} articles: IDF model version {result.version}, "
+        ("resumed and finished" if result.resumed else "reindexed")
+        + f" {result.n_docs} articles: IDF model version {result.version}, "
         f"{result.n_terms} terms"
         + (f", {result.caught_up} written meanwhile caught up" if result.caught_up else "")
+        + (f" ({result.reason})" if result.reason else "")
     )
 
 
 @click.command()
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="Run on this machine, or as an Apache Spark job (needs the `spark` extra).",
+)
+@click.option(
+    "--incremental",
+    is_flag=True,
+    help="Recompute only articles changed since the last reindex, unless the IDF model is due "
+    "for a refit (reindex.refit_drift); local engine only.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Processes for tokenizing (0 = every core; default: reindex.workers).",
+)
+@click.option(
+    "--resume/--no-resume",
+    default=True,
+    show_default=True,
+    help="Continue an interrupted reindex, or discard it and start over.",
+)
+@click.option("--master", default=None, help="Spark master (default: spark.master).")
+@click.option(
+    "--input",
+    "input_path",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="Spark: read articles from a Parquet or JSON Lines export instead of the database.",
+)
 @click.pass_obj
-def reindex(ctx: CliContext) -> None:
-    """Rebuild IDF, vectors and fingerprints from the stored articles."""
-    run(ctx)
+def reindex(
+    ctx: CliContext,
+    engine: str,
+    incremental: bool,
+    workers: int | None,
+    resume: bool,
+    master: str | None,
+    input_path: Path | None,
+) -> None:
+    """Rebuild IDF, vectors and fingerprints from the stored articles.
+
+    Readers keep using the previous model until the new one is complete; an interrupted
+    reindex (Ctrl-C, kill -9) changes nothing they see and is resumed by running it again.
+    """
+    if engine == "spark":
+        if incremental:
+            raise click.UsageError("--incremental is for the local engine")
+        from recengine.cli import spark  # imports pyspark: only when asked for
+
+        spark.run(ctx, master=master, input_path=input_path)
+        return
+    if master or input_path:
+        raise click.UsageError("--master and --input are for --engine spark")
+    run(ctx, incremental=incremental, workers=workers, resume=resume)

@@ -50,13 +50,23 @@ def simhash_many(
     out = np.zeros(len(hashes), dtype=np.uint64)
     if sizes.sum() == 0:
         return out
-    width = int(sizes.max())
-    step = max(1, _CHUNK_FEATURES // width)
-    for start in range(0, len(hashes), step):
-        stop = min(start + step, len(hashes))
-        out[start:stop] = _fingerprint_block(
-            hashes[start:stop], weights[start:stop], sizes[start:stop], width
+    # Documents go through in order of size, so each block is padded only to the width of its
+    # own largest document (one long document no longer inflates every block of the batch):
+    # a block takes as many documents as fit in _CHUNK_FEATURES padded features.
+    order = np.argsort(sizes, kind="stable")
+    ordered = np.maximum(sizes[order], 1)
+    start = 0
+    while start < len(order):
+        room = np.arange(1, len(order) - start + 1) * ordered[start:]
+        stop = start + max(1, int(np.searchsorted(room, _CHUNK_FEATURES, side="right")))
+        rows = order[start:stop]
+        out[rows] = _fingerprint_block(
+            [hashes[i] for i in rows.tolist()],
+            [weights[i] for i in rows.tolist()],
+            sizes[rows],
+            int(ordered[stop - 1]),
         )
+        start = stop
     return out
 
 

@@ -31,6 +31,7 @@ from recengine.errors import InvalidRecord, NotFound
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer, TextStats, model_params, text_hash
 from recengine.pipeline.models import ModelCache
+from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.readers import RawRecord
 from recengine.pipeline.records import ArticleRecord, parse_record
 from recengine.storage.articles import (
@@ -93,6 +94,9 @@ class Ingester:
         factory: session factory of the database.
         featurizer: text -> features.
         dedup: near-duplicate cluster maintenance (built from the settings when omitted).
+        pool: where batches of at least ``ingest.parallel_min_batch`` texts are tokenized;
+            by default a pool of ``ingest.workers`` processes, started on first use (none when
+            ``workers = 1``). Call :meth:`close` (or use ``with``) to stop one it started.
     """
 
     def __init__(
@@ -100,6 +104,7 @@ class Ingester:
         factory: sessionmaker[Session],
         featurizer: Featurizer,
         dedup: Deduplicator | None = None,
+        pool: AnalysisPool | None = None,
     ) -> None:
         self.factory = factory
         self.featurizer = featurizer
@@ -107,6 +112,21 @@ class Ingester:
         self.models = ModelCache(model_params(self.settings))
         self.zone = ZoneInfo(self.settings.ingest.naive_timezone)
         self.dedup = dedup or Deduplicator(self.settings)
+        self._own_pool = pool is None
+        self.pool = pool or AnalysisPool(
+            self.settings, workers=self.settings.ingest.workers, featurizer=featurizer
+        )
+
+    def __enter__(self) -> Ingester:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the worker processes this ingester started (if any)."""
+        if self._own_pool:
+            self.pool.close()
 
     def ingest_raw(self, raw: Iterable[RawRecord]) -> IngestSummary:
         """Validate and upsert records read from a file, batch by batch."""
@@ -154,9 +174,14 @@ class Ingester:
         texts = {rid: self.featurizer.text(latest[rid].title, latest[rid].content) for rid in todo}
         # Tokenizing is the expensive part: do it outside the write lock, and not at all while
         # there is no model to use the counts (the first reindex tokenizes everything anyway).
-        stats = {rid: self.featurizer.count(texts[rid]) for rid in todo} if has_model else {}
+        stats = self._count(todo, texts) if has_model else {}
         with self.dedup.pending(), transaction(self.factory) as session:
             self._write(session, latest, hashes, texts, stats, summary)
+
+    def _count(self, todo: list[str], texts: dict[str, str]) -> dict[str, TextStats]:
+        if len(todo) < self.settings.ingest.parallel_min_batch:
+            return {rid: self.featurizer.count(texts[rid]) for rid in todo}
+        return dict(zip(todo, self.pool.count_texts([texts[r] for r in todo]), strict=True))
 
     def delete(self, external_ids: list[str]) -> int:
         """Soft-delete articles by caller id, in one transaction; their clusters are updated.

@@ -28,7 +28,8 @@ class ModelCache:
             return None
         if version != self._version or self._model is None:
             payload, params = load_model_payload(session=session, version=version)
-            if params != self.params:
+            # Only the settings keys count: the rest records how the model was fitted.
+            if {key: params.get(key) for key in self.params} != self.params:
                 raise ConfigError(
                     f"the active IDF model (version {version}) was built with other settings "
                     f"({params}); these settings give {self.params}: run `recengine reindex`"

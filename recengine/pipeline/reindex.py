@@ -1,45 +1,80 @@
 """Full local reindex: refit the IDF model on every live article and recompute every feature.
 
-Readers never see a half-built state. The new model gets a new version and its features are
-written under that version while the active version keeps serving; the switch is one small
-transaction (taken with the writers' lock, see ``storage.state.begin_write``). Articles written
-while the reindex runs are caught up (their ``seq`` is newer than the one the reindex started
-from) before and again inside that final transaction, so none is left behind. An interrupted
-reindex leaves only unused rows of a version nobody reads; the next run deletes them.
+Steps (each resumable, see ``reindex_job``):
 
-Memory is bounded: texts stream from SQL in batches, and the term counts of pass 1 are spooled to
-a temporary file so pass 2 does not tokenize again.
+1. **pass 1**: live articles stream from SQL in short keyset-paged read transactions, are cleaned
+   and tokenized on every core (``parallel.AnalysisPool``), and their term counts are spooled to
+   ``<data_dir>/reindex/spool.bin`` while document frequencies are counted; then the IDF model
+   is fitted and saved under a **new** version, not yet active;
+2. **pass 2**: vectors and fingerprints are computed from the spool (on the pool too) and written
+   under the new version, one transaction per batch;
+3. **catch-up and switch**: articles written since the reindex started (``articles.seq`` newer
+   than the job's start) are recomputed; the last few, the switch of the active version, the
+   removal of the old one and the near-duplicate clusters under the new model
+   (``dedup.Deduplicator.recluster``) happen in one transaction under the writers' lock
+   (``storage.state.begin_write``); the near-duplicate index file is written after it commits.
+
+Readers never see a half-built state: until step 3 commits they use the old version, whose rows
+nothing here touches. ``kill -9`` or Ctrl-C at any point leaves the old state as it was plus
+unused rows of the new version; the next run (``resume=True``, the default) continues where the
+interrupted one stopped and ends in the same state as an uninterrupted run; with ``resume=False``
+it discards them and starts over.
+
+Memory is bounded: pages of ``batch_size`` articles, a bounded number in flight on the pool, and
+term counts on disk rather than in memory. The fitted model records the change sequence it was
+fitted at (``params["fit"]``), which incremental reindexing uses to measure drift.
 """
 
 from __future__ import annotations
 
-import pickle
-import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import IO
+from pathlib import Path
+from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.dedup import Deduplicator
-from recengine.pipeline.featurize import Featurizer, TextStats, model_params
-from recengine.storage.articles import changed_since, texts_after
+from recengine.pipeline.featurize import Featurizer, model_params
+from recengine.pipeline.parallel import AnalysisPool, Item
+from recengine.pipeline.reindex_job import JobDir, JobRecord
+from recengine.pipeline.versions import (
+    Progress,
+    QuietProgress,
+    ReindexResult,
+    catch_up_and_switch,
+    database_name,
+    drop_stale_versions,
+    fit_params,
+    write_features,
+)
+from recengine.storage.articles import count_live, texts_after
 from recengine.storage.db import transaction
-from recengine.storage.features import drop_other_versions, replace_features, save_model
-from recengine.storage.state import begin_write, read_state, set_active_model
+from recengine.storage.features import (
+    load_model_payload,
+    max_article_id,
+    model_versions,
+    save_model,
+)
+from recengine.storage.state import read_state
 
-Progress = Callable[[int], None]
+__all__ = ["Progress", "QuietProgress", "ReindexResult", "reindex"]
 
 
-@dataclass(frozen=True)
-class ReindexResult:
-    version: int
-    n_docs: int
-    n_terms: int
-    caught_up: int
+@dataclass
+class _Run:
+    """What every step of one reindex needs."""
+
+    factory: sessionmaker[Session]
+    featurizer: Featurizer
+    pool: AnalysisPool
+    jobs: JobDir
+    batch_size: int
+    progress: Progress
+    dedup: Deduplicator
 
 
 def reindex(
@@ -48,6 +83,9 @@ def reindex(
     featurizer: Featurizer,
     batch_size: int = 1_000,
     progress: Progress | None = None,
+    pool: AnalysisPool | None = None,
+    data_dir: Path | None = None,
+    resume: bool = True,
     dedup: Deduplicator | None = None,
 ) -> ReindexResult:
     """Rebuild the IDF model, all features and the near-duplicate clusters; switch readers to
@@ -55,126 +93,155 @@ def reindex(
 
     Args:
         factory: session factory.
-        featurizer: tokenizer and feature settings.
-        batch_size: articles per read / write transaction.
-        progress: called with the number of articles just processed (pass 1 and pass 2).
+        featurizer: tokenizer and feature settings (used in this process).
+        batch_size: articles per read page, pool task and write transaction.
+        progress: told about phases and articles done.
+        pool: where text analysis runs (default: this process only).
+        data_dir: where the job state lives (default: ``settings.data_dir``).
+        resume: continue an interrupted reindex of the same database and settings.
         dedup: cluster maintenance (built from the featurizer's settings when omitted); the
             clusters are recomputed under the new model inside the switch transaction.
+
+    Raises:
+        ReindexBusy: another reindex is running on the same data directory.
     """
-    dedup = dedup or Deduplicator(featurizer.settings)
-    with transaction(factory) as session:
-        start = read_state(session=session)
-    with tempfile.TemporaryFile(prefix="recengine-reindex-") as spool:
-        model = _analyze_all(factory, featurizer, batch_size, spool, progress)
-        with transaction(factory) as session:
-            version = save_model(
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    jobs = JobDir(data_dir or featurizer.settings.data_dir)
+    jobs.lock()
+    own_pool = pool is None
+    run = _Run(
+        factory,
+        featurizer,
+        pool or AnalysisPool(featurizer.settings, workers=1, featurizer=featurizer),
+        jobs,
+        batch_size,
+        progress or QuietProgress(),
+        dedup or Deduplicator(featurizer.settings),
+    )
+    try:
+        return _full(run, resume)
+    finally:
+        if own_pool:
+            run.pool.close()
+        jobs.unlock()
+
+
+def _full(run: _Run, resume: bool) -> ReindexResult:
+    job, resumed = _open_job(run, resume)
+    if job.version is None:
+        model = _pass1(run)
+        with transaction(run.factory) as session:
+            job.version = save_model(
                 session=session,
                 payload=model.to_bytes(),
                 n_docs=model.n_docs,
                 n_terms=len(model.df),
-                params=model_params(featurizer.settings),
+                params=fit_params(job.params, job.start_seq, job.engine),
                 now=datetime.now(UTC),
             )
-        spool.seek(0)
-        for stats in _unspool(spool):
-            with transaction(factory) as session:
-                _write_features(session, featurizer, model, version, stats)
-            if progress:
-                progress(len(stats))
-    with dedup.pending():
-        caught_up = _catch_up(factory, featurizer, model, version, start.seq, batch_size, dedup)
-    dedup.save()
-    return ReindexResult(version, model.n_docs, len(model.df), caught_up)
+        job.extra["spool_bytes"] = run.jobs.spool_size()
+        run.jobs.save(job)
+    else:
+        with transaction(run.factory) as session:
+            model = IdfModel.from_bytes(load_model_payload(session=session, version=job.version)[0])
+    _pass2(run, model, job.version)
+    with run.dedup.pending():
+        caught_up = catch_up_and_switch(
+            run.factory,
+            run.featurizer,
+            model,
+            job.version,
+            job.start_seq,
+            run.batch_size,
+            run.progress,
+            on_switch=lambda session, _changed: run.dedup.recluster(session),
+        )
+    run.dedup.save()
+    run.jobs.clear()
+    return ReindexResult(job.version, model.n_docs, len(model.df), caught_up, resumed)
 
 
-def _analyze_all(
-    factory: sessionmaker[Session],
-    featurizer: Featurizer,
-    batch_size: int,
-    spool: IO[bytes],
-    progress: Progress | None,
-) -> IdfModel:
-    """Pass 1: tokenize every live article, count document frequencies, spool the counts."""
+def _open_job(run: _Run, resume: bool) -> tuple[JobRecord, bool]:
+    """The job to run: the interrupted one when it can be resumed, else a new one.
+
+    Whatever an older, abandoned job left in SQL (models and features of versions that are
+    neither active nor the resumed job's) is deleted here.
+    """
+    with transaction(run.factory) as session:
+        state = read_state(session=session)
+    new = JobRecord(
+        database=database_name(run.factory),
+        params=model_params(run.featurizer.settings),
+        start_seq=state.seq,
+        started_at=datetime.now(UTC).isoformat(),
+    )
+    old = run.jobs.load() if resume else None
+    usable = old is not None and old.matches(new) and old.start_seq <= state.seq
+    if old is not None and old.version is not None and usable:
+        usable = (
+            old.version != state.active_model_version
+            and old.extra.get("spool_bytes") == run.jobs.spool_size()
+            and old.version in _versions(run)
+        )
+    job = old if usable and old is not None else new
+    drop_stale_versions(run.factory, keep={state.active_model_version, job.version})
+    if job is new:
+        run.jobs.clear()
+        run.jobs.save(new)
+    return job, job is not new
+
+
+def _versions(run: _Run) -> list[int]:
+    with transaction(run.factory) as session:
+        return model_versions(session=session)
+
+
+def _pass1(run: _Run) -> IdfModel:
+    """Tokenize every live article (after what an interrupted run spooled); fit the IDF."""
     df: Counter[str] = Counter()
     n_docs, last = 0, 0
+    for batch in run.jobs.batches():  # a resumed job: what is spooled is done
+        for _, stats in batch:
+            df.update(stats.counts.keys())
+        n_docs, last = n_docs + len(batch), batch[-1][0]
+    with transaction(run.factory) as session:
+        total = count_live(session=session)
+    run.progress.start("tokenize", max(total, n_docs), n_docs)
+    with run.jobs.open_spool() as spool:
+        for batch in run.pool.analyze_batches(_pages(run.factory, last, run.batch_size)):
+            for _, stats in batch:
+                df.update(stats.counts.keys())
+            n_docs += len(batch)
+            run.jobs.append(spool, batch)
+            run.progress.update(len(batch))
+    return IdfModel(n_docs=n_docs, df=dict(df))
+
+
+def _pages(factory: sessionmaker[Session], after: int, size: int) -> Iterator[list[Item]]:
+    """Live articles with id > ``after``, in id order, one short read transaction per page."""
     while True:
-        with transaction(factory) as session:  # one short read transaction per page
-            rows = texts_after(session=session, after_id=last, limit=batch_size)
-        if not rows:
-            return IdfModel(n_docs=n_docs, df=dict(df))
-        stats = [(row.id, featurizer.analyze(row.title, row.content)) for row in rows]
-        for _, s in stats:
-            df.update(s.counts.keys())
-        n_docs += len(stats)
-        last = rows[-1].id
-        pickle.dump(stats, spool, protocol=pickle.HIGHEST_PROTOCOL)
-        if progress:
-            progress(len(stats))
-
-
-def _unspool(spool: IO[bytes]) -> Iterator[list[tuple[int, TextStats]]]:
-    while True:
-        try:
-            yield pickle.load(spool)
-        except EOFError:
-            return
-
-
-def _write_features(
-    session: Session,
-    featurizer: Featurizer,
-    model: IdfModel,
-    version: int,
-    stats: Sequence[tuple[int, TextStats]],
-) -> None:
-    rows = featurizer.features([s for _, s in stats], model)
-    replace_features(
-        session=session,
-        version=version,
-        rows=[
-            {
-                "article_id": aid,
-                "fingerprint": f.fingerprint,
-                "vector": f.vector,
-                "n_tokens": f.n_tokens,
-            }
-            for (aid, _), f in zip(stats, rows, strict=True)
-        ],
-    )
-
-
-def _catch_up(
-    factory: sessionmaker[Session],
-    featurizer: Featurizer,
-    model: IdfModel,
-    version: int,
-    seq: int,
-    batch_size: int,
-    dedup: Deduplicator,
-) -> int:
-    """Recompute articles changed since ``seq`` under the new model, switch to it, recluster."""
-    # (seq + 1, 0) is the position just after every row of sequence number seq.
-    position, done = (seq + 1, 0), 0
-
-    def step(session: Session) -> bool:
-        nonlocal position, done
-        rows = changed_since(session=session, after=position, limit=batch_size)
-        if not rows:
-            return False
-        stats = [(r.id, featurizer.analyze(r.title, r.content)) for r in rows]
-        _write_features(session, featurizer, model, version, stats)
-        position, done = (rows[-1].seq, rows[-1].id), done + len(rows)
-        return True
-
-    more = True
-    while more:  # outside the writers' lock: may take a while if writers are busy
         with transaction(factory) as session:
-            more = step(session)
-    with transaction(factory) as session:  # under the lock: the last few, then the switch
-        begin_write(session=session)
-        while step(session):
-            pass
-        set_active_model(session=session, version=version)
-        drop_other_versions(session=session, keep=version)
-        dedup.recluster(session)
-    return done
+            rows = texts_after(session=session, after_id=after, limit=size)
+        if not rows:
+            return
+        after = rows[-1].id
+        yield [(r.id, r.title, r.content) for r in rows]
+
+
+def _pass2(run: _Run, model: IdfModel, version: int) -> None:
+    """Features of every spooled article under ``version``, after those already written."""
+    with transaction(run.factory) as session:
+        written = max_article_id(session=session, version=version)
+    run.progress.start("write", model.n_docs)
+    todo = ([(i, s) for i, s in b if i > written] for b in _counted(run.jobs, run.progress))
+    for rows in run.pool.features_batches(todo, model, run.jobs.path):
+        if rows:
+            with transaction(run.factory) as session:
+                write_features(session, version, rows)
+
+
+def _counted(jobs: JobDir, progress: Progress) -> Iterator[list[Any]]:
+    for batch in jobs.batches():
+        progress.update(len(batch))
+        yield batch

@@ -130,3 +130,27 @@ def titles_and_contents(
         )
         out.update({r.id: (r.title, r.content) for r in rows})
     return out
+
+
+def live_seqs(*, session: Session, article_ids: Sequence[int]) -> dict[int, int]:
+    """``id -> seq`` of the given articles that are live (deleted ones are left out)."""
+    out: dict[int, int] = {}
+    for start in range(0, len(article_ids), IN_CHUNK):
+        rows = session.execute(
+            select(Article.id, Article.seq).where(
+                Article.id.in_(article_ids[start : start + IN_CHUNK]),
+                Article.deleted_at.is_(None),
+            )
+        )
+        out.update({row.id: row.seq for row in rows})
+    return out
+
+
+def count_changed(*, session: Session, after_seq: int) -> int:
+    """Articles (deleted ones included) whose last change is newer than ``after_seq``."""
+    return session.scalar(select(func.count()).where(Article.seq > after_seq)) or 0
+
+
+def ids_changed_since(*, session: Session, after_seq: int) -> list[int]:
+    """Ids of articles (deleted ones included) whose last change is newer than ``after_seq``."""
+    return list(session.scalars(select(Article.id).where(Article.seq > after_seq)))

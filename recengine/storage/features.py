@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, delete, insert, select
+from sqlalchemy import Row, delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from recengine.storage.articles import IN_CHUNK
-from recengine.storage.models import ArticleFeatures, IdfModelRow
+from recengine.storage.models import Article, ArticleFeatures, IdfModelRow
 
 
 def replace_features(*, session: Session, version: int, rows: Sequence[dict[str, Any]]) -> None:
@@ -81,5 +81,60 @@ def load_model_payload(*, session: Session, version: int) -> tuple[bytes, dict[s
 
 def drop_other_versions(*, session: Session, keep: int) -> None:
     """Delete features and models of every version but ``keep`` (after a switch)."""
-    session.execute(delete(ArticleFeatures).where(ArticleFeatures.model_version != keep))
-    session.execute(delete(IdfModelRow).where(IdfModelRow.version != keep))
+    drop_versions_except(session=session, keep=[keep])
+
+
+def drop_versions_except(*, session: Session, keep: Collection[int]) -> None:
+    """Delete features and models of every version not in ``keep`` (all of them if empty).
+
+    Used after a switch, and before a fresh reindex to remove what an interrupted one left.
+    """
+    keep = list(keep)
+    features = delete(ArticleFeatures)
+    models = delete(IdfModelRow)
+    if keep:
+        features = features.where(ArticleFeatures.model_version.not_in(keep))
+        models = models.where(IdfModelRow.version.not_in(keep))
+    session.execute(features)
+    session.execute(models)
+
+
+def max_article_id(*, session: Session, version: int) -> int:
+    """The largest article id with features under ``version`` (0 when none)."""
+    return (
+        session.scalar(
+            select(func.max(ArticleFeatures.article_id)).where(
+                ArticleFeatures.model_version == version
+            )
+        )
+        or 0
+    )
+
+
+def model_versions(*, session: Session) -> list[int]:
+    return list(session.scalars(select(IdfModelRow.version).order_by(IdfModelRow.version)))
+
+
+def update_model_params(*, session: Session, version: int, params: dict[str, Any]) -> None:
+    """Replace the stored params of a model (its fit record; the feature settings stay)."""
+    session.execute(update(IdfModelRow).where(IdfModelRow.version == version).values(params=params))
+
+
+def texts_without_features(
+    *, session: Session, version: int, after_id: int, limit: int
+) -> Sequence[Row[int, str, str, int]]:
+    """Live articles with no features under ``version``: ``(id, title, content, seq)``, by id.
+
+    Keyset-paged like ``articles.texts_after``: the next page starts after the last id.
+    """
+    has = (
+        select(ArticleFeatures.article_id)
+        .where(ArticleFeatures.article_id == Article.id, ArticleFeatures.model_version == version)
+        .exists()
+    )
+    return session.execute(
+        select(Article.id, Article.title, Article.content, Article.seq)
+        .where(Article.id > after_id, Article.deleted_at.is_(None), ~has)
+        .order_by(Article.id)
+        .limit(limit)
+    ).all()

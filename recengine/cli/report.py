@@ -1,0 +1,44 @@
+"""``recengine report``: an HTML report of the corpus for site editors (PNG plots, tables)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from recengine.cli.context import CliContext
+from recengine.report.data import gather
+from recengine.report.render import write_report
+
+
+@click.command()
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("recengine-report"),
+    show_default=True,
+    help="Folder for index.html and its PNG plots.",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="Articles whose nearest neighbour is searched (exactly) for the histogram.",
+)
+@click.pass_obj
+def report(ctx: CliContext, output: Path, sample: int) -> None:
+    """Write an HTML report: nearest-neighbour distances, clusters, top terms, suppression."""
+    data = gather(
+        ctx.factory,
+        database=ctx.engine.url.render_as_string(hide_password=True),
+        hamming_k=ctx.settings.features.hamming_k,
+        sample=sample,
+    )
+    page = write_report(data, output)
+    click.echo(
+        f"report written to {page}: {data.counts.live} live articles, "
+        f"{len(data.cluster_sizes)} duplicate clusters, {data.suppressed_pairs} suppressed "
+        "recommendations"
+    )

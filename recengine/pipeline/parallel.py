@@ -1,0 +1,256 @@
+"""Text analysis on every core: clean + tokenize -> term counts in a pool of worker processes.
+
+Tokenization dominates the cost of ingest and reindex (DESIGN.md: jieba ~1 MB/s per core, rjieba
+much faster but still the largest stage), and it holds the GIL, so threads do not help: worker
+processes do. The pool is shared by reindex (whole corpus) and ingest (large batches).
+
+* Each worker builds its :class:`~recengine.pipeline.featurize.Featurizer` (a dictionary load of
+  about a second) **once**, in the pool initializer, and reuses it for every batch.
+* The caller feeds batches; at most ``max_inflight`` of them are submitted and not yet consumed,
+  so memory stays bounded whatever the corpus size (never all texts at once). Results come back
+  in input order.
+* Workers ignore SIGINT (Ctrl-C reaches the whole process group; the parent decides) and exit on
+  their own when the parent dies, even by ``kill -9`` (they watch their parent pid), so an
+  interrupted reindex leaves no orphan processes behind.
+* ``workers <= 1`` runs in the calling process: no pool, no start-up cost, same results.
+
+The start method is ``spawn``: not ``fork``, because the parent may hold threads (progress bar,
+database pools) that a forked child would inherit half-locked; not ``forkserver``, because its
+workers are children of the fork server, which outlives a parent killed by ``kill -9`` as long as
+the workers do (they hold its liveness pipe), so they could not notice the death.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from recengine.config import Settings
+from recengine.errors import RecengineError
+from recengine.features.tfidf import IdfModel
+from recengine.pipeline.featurize import FeatureRow, Featurizer, TextStats
+
+# (article id, title, content): what reindex reads from SQL.
+Item = tuple[int, str, str]
+A = TypeVar("A")
+R = TypeVar("R")
+
+_worker: Featurizer | None = None
+
+
+class WorkerDied(RecengineError):
+    """A worker process of the pool ended abruptly."""
+
+    code = "worker_died"
+
+_worker_model: tuple[ModelFile, IdfModel] | None = None
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    """An IDF model saved to a file (``IdfModel.to_bytes``), so workers load it themselves
+    instead of receiving it with every batch."""
+
+    path: Path
+
+    @classmethod
+    def write(cls, path: Path, model: IdfModel) -> ModelFile:
+        path.write_bytes(model.to_bytes())
+        return cls(path)
+
+    def load(self) -> IdfModel:
+        return IdfModel.from_bytes(self.path.read_bytes())
+
+
+def resolve_workers(workers: int) -> int:
+    """``workers`` as configured, ``0`` meaning every core this process may run on."""
+    if workers < 0:
+        raise ValueError(f"workers must be >= 0, got {workers}")
+    if workers:
+        return workers
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class AnalysisPool:
+    """Runs :meth:`Featurizer.analyze` / :meth:`Featurizer.count` on ``workers`` processes.
+
+    Args:
+        settings: the tokenizer settings every worker builds its featurizer from.
+        workers: processes; 0 = every core; 1 = in the calling process.
+        featurizer: the in-process featurizer used when ``workers == 1`` (built when omitted).
+        max_inflight: batches submitted but not yet consumed (default ``2 * workers``).
+
+    Use as a context manager, or call :meth:`close`; workers start on first use.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        workers: int = 0,
+        featurizer: Featurizer | None = None,
+        max_inflight: int | None = None,
+    ) -> None:
+        self.settings = settings
+        self.workers = resolve_workers(workers)
+        self.max_inflight = max_inflight or 2 * self.workers
+        if self.max_inflight < 1:
+            raise ValueError(f"max_inflight must be >= 1, got {max_inflight}")
+        self._local = featurizer
+        self._executor: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> AnalysisPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def parallel(self) -> bool:
+        return self.workers > 1
+
+    def analyze_batches(
+        self, batches: Iterable[Sequence[Item]]
+    ) -> Iterator[list[tuple[int, TextStats]]]:
+        """Per batch of ``(id, title, content)``, the ``(id, stats)`` pairs, in input order.
+
+        Batches are pulled from ``batches`` only as results are consumed (bounded memory).
+        """
+        if not self.parallel:
+            featurizer = self._featurizer()
+            for batch in batches:
+                yield [(i, featurizer.analyze(title, content)) for i, title, content in batch]
+            return
+        yield from self._ordered(_analyze_batch, batches)
+
+    def features_batches(
+        self,
+        batches: Iterable[Sequence[tuple[int, TextStats]]],
+        model: IdfModel,
+        scratch: Path,
+    ) -> Iterator[list[tuple[int, FeatureRow]]]:
+        """Per batch of ``(id, stats)``, the ``(id, features)`` under ``model``, in input order.
+
+        Workers do not receive the model with every batch: it is written once to a file in
+        the ``scratch`` directory, and each worker loads it once.
+        """
+        if not self.parallel:
+            featurizer = self._featurizer()
+            for batch in batches:
+                rows = featurizer.features([s for _, s in batch], model)
+                yield list(zip((i for i, _ in batch), rows, strict=True))
+            return
+        file = ModelFile.write(scratch / f"model-{os.getpid()}-{id(model)}.bin", model)
+        try:
+            yield from self._ordered(_features_batch, ((file, b) for b in batches))
+        finally:
+            file.path.unlink(missing_ok=True)
+
+    def count_texts(self, texts: Sequence[str]) -> list[TextStats]:
+        """Stats of already cleaned texts (see ``featurize.text_of``), split across workers."""
+        if not self.parallel or len(texts) < 2:
+            featurizer = self._featurizer()
+            return [featurizer.count(t) for t in texts]
+        size = -(-len(texts) // self.workers)
+        chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
+        return [s for part in self._ordered(_count_texts, chunks) for s in part]
+
+    def close(self) -> None:
+        """Stop the workers (also on an exception in the caller: nothing keeps running)."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+    def _featurizer(self) -> Featurizer:
+        if self._local is None:
+            self._local = Featurizer(self.settings)
+        return self._local
+
+    def _pool(self) -> ProcessPoolExecutor:
+        if self._executor is None:
+            self._executor = ProcessPoolExecutor(
+                max_workers=self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_init_worker,
+                initargs=(self.settings,),
+            )
+        return self._executor
+
+    def _ordered(self, fn: Callable[[A], R], batches: Iterable[A]) -> Iterator[R]:
+        """``fn`` over ``batches`` on the pool, results in order, at most max_inflight pending."""
+        pending: deque[Future[R]] = deque()
+        try:
+            for batch in batches:
+                pending.append(self._pool().submit(fn, batch))  # starts workers on first use
+                if len(pending) >= self.max_inflight:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        except BrokenProcessPool as exc:
+            self._executor = None
+            raise WorkerDied(
+                "a text-analysis worker process died (killed, or out of memory?); nothing "
+                "was switched: run the command again (a reindex resumes where it stopped)"
+            ) from exc
+        finally:
+            for future in pending:  # the caller stopped early or failed: drop queued work
+                future.cancel()
+
+
+def _init_worker(settings: Settings) -> None:
+    """Pool initializer: build the featurizer once; ignore Ctrl-C; die with the parent."""
+    global _worker
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    _worker = Featurizer(settings)
+
+
+def _watch_parent(ppid: int) -> None:
+    """Exit when the process that made the pool dies: the kernel then reparents us.
+
+    Checked by parent pid, not by signalling the parent: a parent killed by ``kill -9`` stays a
+    zombie until its own parent reaps it, and still answers ``kill(pid, 0)``.
+    """
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != ppid:
+            os._exit(1)
+
+
+def _this_worker() -> Featurizer:
+    if _worker is None:
+        raise RuntimeError("analysis worker used before its initializer ran")
+    return _worker
+
+
+def _analyze_batch(batch: Sequence[Item]) -> list[tuple[int, TextStats]]:
+    featurizer = _this_worker()
+    return [(i, featurizer.analyze(title, content)) for i, title, content in batch]
+
+
+def _features_batch(
+    task: tuple[ModelFile, Sequence[tuple[int, TextStats]]],
+) -> list[tuple[int, FeatureRow]]:
+    global _worker_model
+    model, batch = task
+    if _worker_model is None or _worker_model[0] != model:
+        _worker_model = (model, model.load())
+    rows = _this_worker().features([s for _, s in batch], _worker_model[1])
+    return list(zip((i for i, _ in batch), rows, strict=True))
+
+
+def _count_texts(texts: Sequence[str]) -> list[TextStats]:
+    featurizer = _this_worker()
+    return [featurizer.count(t) for t in texts]

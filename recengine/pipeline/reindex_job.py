@@ -1,0 +1,183 @@
+"""The on-disk state of a reindex in progress: what lets one resume after Ctrl-C or ``kill -9``.
+
+Everything lives in ``<data_dir>/reindex/``:
+
+* ``lock``: an exclusive ``flock`` held while a reindex runs: one reindex at a time per data
+  directory (a second one fails at once with :class:`ReindexBusy` instead of racing the first);
+  the kernel releases it when the holder dies, however it dies.
+* ``job.json``: which job this is (database, feature settings, the change sequence it started
+  from) and, once pass 1 is done, the version of the new IDF model saved in SQL. Written to a
+  temporary file, fsynced and renamed over the old one, so it is always either the old or the
+  new content.
+* ``spool.bin``: the term counts of pass 1, one framed record per batch of articles, fsynced
+  after each. Pass 2 reads them back instead of tokenizing twice; a resumed pass 1 reads them to
+  rebuild its document frequencies and continues after the last article spooled. A record is
+  ``<u8 length> <u4 crc32> payload``: a torn tail (a crash in mid-write) fails the length or the
+  checksum and is cut off.
+
+The SQL side needs no bookkeeping: features of the new version are written in id order, one
+transaction per batch, so the largest article id written under that version says where pass 2
+stands. A job whose database, settings or model no longer match is discarded, never trusted.
+The spool holds pickles: the data directory must be as private as the database.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pickle
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from recengine.errors import RecengineError
+from recengine.pipeline.featurize import TextStats
+
+JOB_FORMAT = 1
+_HEADER = struct.Struct("<QI")
+
+Batch = list[tuple[int, TextStats]]
+
+
+class ReindexBusy(RecengineError):
+    """Another reindex holds the lock of this data directory."""
+
+    code = "reindex_busy"
+
+
+@dataclass
+class JobRecord:
+    """What ``job.json`` holds. ``version`` is set once the new IDF model is saved in SQL."""
+
+    database: str
+    params: dict[str, Any]
+    start_seq: int
+    started_at: str
+    engine: str = "local"
+    version: int | None = None
+    format: int = JOB_FORMAT
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def matches(self, other: JobRecord) -> bool:
+        """Same database, settings and engine: the spooled work is still valid."""
+        return (self.format, self.database, self.params, self.engine) == (
+            other.format,
+            other.database,
+            other.params,
+            other.engine,
+        )
+
+
+class JobDir:
+    """The ``reindex/`` directory of a data directory; hold :meth:`lock` while using it.
+
+    Args:
+        data_dir: the engine's data directory (created when missing).
+    """
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = Path(data_dir) / "reindex"
+        self.job_path = self.path / "job.json"
+        self.spool_path = self.path / "spool.bin"
+        self._lock: IO[bytes] | None = None
+
+    def lock(self) -> None:
+        """Take the exclusive lock, or raise :class:`ReindexBusy` at once."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        handle = (self.path / "lock").open("ab")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise ReindexBusy(
+                f"another reindex is running on {self.path.parent} (lock {self.path / 'lock'})"
+            ) from None
+        self._lock = handle
+
+    def unlock(self) -> None:
+        if self._lock is not None:
+            self._lock.close()  # closing releases the flock
+            self._lock = None
+
+    def load(self) -> JobRecord | None:
+        """The unfinished job, or None when there is none or its file is unreadable."""
+        try:
+            data = json.loads(self.job_path.read_text("utf-8"))
+            return JobRecord(**data)
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def save(self, job: JobRecord) -> None:
+        """Atomically replace ``job.json``."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.job_path.with_suffix(".tmp")
+        with tmp.open("w", encoding="utf-8") as handle:
+            json.dump(asdict(job), handle, ensure_ascii=False, sort_keys=True)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.job_path)
+        _fsync_dir(self.path)
+
+    def clear(self) -> None:
+        """Forget the job: spool first, then the job file (a job without spool restarts)."""
+        for path in (self.spool_path, self.job_path, self.job_path.with_suffix(".tmp")):
+            path.unlink(missing_ok=True)
+        if self.path.exists():
+            _fsync_dir(self.path)
+
+    def append(self, handle: IO[bytes], batch: Batch) -> None:
+        """Append one batch to the spool and make it durable."""
+        payload = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
+        handle.write(_HEADER.pack(len(payload), zlib.crc32(payload)) + payload)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+    def open_spool(self) -> IO[bytes]:
+        """The spool for appending, after cutting off a torn tail."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        good = self._valid_length()
+        handle = self.spool_path.open("ab")
+        handle.truncate(good)
+        return handle
+
+    def batches(self) -> Iterator[Batch]:
+        """The spooled batches, in order, up to the first torn or corrupt record."""
+        for payload in self._records(self.spool_path):
+            batch: Batch = pickle.loads(payload)
+            yield batch
+
+    def spool_size(self) -> int:
+        """Bytes of whole, valid records in the spool."""
+        return self._valid_length()
+
+    def _valid_length(self) -> int:
+        end = 0
+        for payload in self._records(self.spool_path):
+            end += _HEADER.size + len(payload)
+        return end
+
+    @staticmethod
+    def _records(path: Path) -> Iterator[bytes]:
+        try:
+            handle = path.open("rb")
+        except FileNotFoundError:
+            return
+        with handle:
+            while len(header := handle.read(_HEADER.size)) == _HEADER.size:
+                length, crc = _HEADER.unpack(header)
+                payload = handle.read(length)
+                if len(payload) != length or zlib.crc32(payload) != crc:
+                    return
+                yield payload
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,96 @@
+"""Read-only corpus statistics for the editors' report: counts, fingerprints, clusters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Row, func, select
+from sqlalchemy.orm import Session, aliased
+
+from recengine.storage.articles import IN_CHUNK
+from recengine.storage.models import Article, ArticleFeatures, ClusterMember
+
+
+@dataclass(frozen=True)
+class Counts:
+    live: int
+    deleted: int
+    with_features: int
+
+
+def corpus_counts(*, session: Session, version: int | None) -> Counts:
+    live = session.scalar(select(func.count()).where(Article.deleted_at.is_(None))) or 0
+    deleted = session.scalar(select(func.count()).where(Article.deleted_at.is_not(None))) or 0
+    featured = 0
+    if version is not None:
+        featured = (
+            session.scalar(
+                select(func.count())
+                .select_from(ArticleFeatures)
+                .join(Article, Article.id == ArticleFeatures.article_id)
+                .where(ArticleFeatures.model_version == version, Article.deleted_at.is_(None))
+            )
+            or 0
+        )
+    return Counts(live, deleted, featured)
+
+
+def live_fingerprints(*, session: Session, version: int) -> Sequence[Row[int, int]]:
+    """``(article_id, fingerprint)`` of every live article under ``version``, by id."""
+    return session.execute(
+        select(ArticleFeatures.article_id, ArticleFeatures.fingerprint)
+        .join(Article, Article.id == ArticleFeatures.article_id)
+        .where(ArticleFeatures.model_version == version, Article.deleted_at.is_(None))
+        .order_by(ArticleFeatures.article_id)
+    ).all()
+
+
+def cluster_sizes(*, session: Session) -> dict[int, int]:
+    """canonical id -> members other than the canonical itself (live articles only)."""
+    rows = session.execute(
+        select(ClusterMember.canonical_id, func.count())
+        .join(Article, Article.id == ClusterMember.article_id)
+        .where(ClusterMember.article_id != ClusterMember.canonical_id)
+        .where(Article.deleted_at.is_(None))
+        .group_by(ClusterMember.canonical_id)
+    ).all()
+    return {int(canonical): int(n) for canonical, n in rows}
+
+
+def cluster_members_of(
+    *, session: Session, canonical_ids: Sequence[int]
+) -> Sequence[Row[int, int, str, int]]:
+    """``(canonical_id, article_id, title, distance)`` of the members of these clusters."""
+    out: list[Row[int, int, str, int]] = []
+    for start in range(0, len(canonical_ids), IN_CHUNK):
+        out.extend(
+            session.execute(
+                select(
+                    ClusterMember.canonical_id,
+                    ClusterMember.article_id,
+                    Article.title,
+                    ClusterMember.distance,
+                )
+                .join(Article, Article.id == ClusterMember.article_id)
+                .where(ClusterMember.canonical_id.in_(canonical_ids[start : start + IN_CHUNK]))
+                .where(ClusterMember.article_id != ClusterMember.canonical_id)
+                .where(Article.deleted_at.is_(None))
+                .order_by(ClusterMember.canonical_id, ClusterMember.distance, Article.id)
+            ).all()
+        )
+    return out
+
+
+def titles(*, session: Session, article_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+    """article id -> ``(external id, title)``."""
+    canonical = aliased(Article)
+    out: dict[int, tuple[str, str]] = {}
+    for start in range(0, len(article_ids), IN_CHUNK):
+        rows = session.execute(
+            select(canonical.id, canonical.external_id, canonical.title).where(
+                canonical.id.in_(article_ids[start : start + IN_CHUNK])
+            )
+        )
+        out.update({r.id: (r.external_id, r.title) for r in rows})
+    return out

@@ -1,0 +1,200 @@
+"""A reindex killed with SIGKILL (or stopped with Ctrl-C) mid-way, in a real subprocess.
+
+While it runs and after it dies, queries keep answering from the old model; rerunning it resumes
+and ends in exactly the state an uninterrupted reindex gives.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.config import Settings
+from recengine.features.tfidf import IdfModel
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.reindex import reindex
+from recengine.storage.features import features_of, load_model_payload
+from recengine.storage.models import ArticleFeatures, IdfModelRow
+from recengine.storage.state import read_state
+from tests.factories import csl_records, javaguide_records
+
+RECENGINE = str(Path(sys.executable).with_name("recengine"))
+
+
+def full_state(factory: sessionmaker[Session]) -> dict[str, Any]:
+    """Everything a reindex produces, independent of version numbers."""
+    with factory() as session:
+        version = read_state(session=session).active_model_version
+        assert version is not None
+        model = IdfModel.from_bytes(load_model_payload(session=session, version=version)[0])
+        rows = session.execute(
+            select(ArticleFeatures.article_id, ArticleFeatures.fingerprint, ArticleFeatures.vector)
+            .where(ArticleFeatures.model_version == version)
+            .order_by(ArticleFeatures.article_id)
+        ).all()
+        versions = session.scalars(select(IdfModelRow.version)).all()
+    return {
+        "n_docs": model.n_docs,
+        "df": dict(model.df),
+        "features": [tuple(r) for r in rows],
+        "versions": len(versions),
+    }
+
+
+class Reader:
+    """A client querying the old state while the reindex runs."""
+
+    def __init__(self, factory: sessionmaker[Session]) -> None:
+        self.factory = factory
+        with factory() as session:
+            self.version = read_state(session=session).active_model_version
+            assert self.version is not None
+            self.sample = list(range(1, 1300, 17))
+            self.answer = self.ask(session)
+        self.queries = 0
+
+    def ask(self, session: Session) -> list[Any]:
+        assert self.version is not None
+        return sorted(
+            tuple(r)
+            for r in features_of(session=session, version=self.version, article_ids=self.sample)
+        )
+
+    def check(self) -> None:
+        with self.factory() as session:
+            assert read_state(session=session).active_model_version == self.version
+            assert self.ask(session) == self.answer
+        self.queries += 1
+
+
+@pytest.fixture
+def corpus(factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path) -> None:
+    """1,000 real abstracts indexed, then 200 real articles ingested under that old model."""
+    ingester = Ingester(factory, featurizer)
+    ingester.ingest_records(csl_records(data_dir, 1000))
+    reindex(factory=factory, featurizer=featurizer, batch_size=500)
+    ingester.ingest_records(javaguide_records(data_dir, 200))
+
+
+def environment(settings: Settings) -> dict[str, str]:
+    return {
+        **os.environ,
+        "RECENGINE_DATABASE_URL": settings.resolved_database_url,
+        "RECENGINE_DATA_DIR": str(settings.data_dir),
+        "RECENGINE_REINDEX__WORKERS": "2",
+        "RECENGINE_REINDEX__BATCH_SIZE": "10",
+    }
+
+
+def pending_features(factory: sessionmaker[Session], active: int | None) -> int:
+    with factory() as session:
+        return (
+            session.scalar(select(func.count()).where(ArticleFeatures.model_version != active)) or 0
+        )
+
+
+def run_until(
+    settings: Settings, reader: Reader, ready: Any, sig: int, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Start ``recengine reindex``, query the old state until ``ready()``, then send ``sig``."""
+    proc = subprocess.Popen(
+        [RECENGINE, "reindex"],
+        env=environment(settings),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    group = os.getpgid(proc.pid)
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert proc.poll() is None, f"reindex ended before the kill: {proc.communicate()}"
+            assert time.monotonic() < deadline, "the reindex never reached the kill point"
+            reader.check()
+            time.sleep(0.01)
+        os.kill(proc.pid, sig)
+        out, err = proc.communicate(timeout=60)
+        reader.check()  # the old state still answers after the crash
+        wait_group_empty(group)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def wait_group_empty(group: int) -> None:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError("reindex worker processes outlived the reindex")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # pass 1 only reads SQL
+def test_kill_9_while_tokenizing_then_rerun(
+    corpus: None, settings: Settings, factory: sessionmaker[Session], featurizer: Featurizer
+) -> None:
+    reader = Reader(factory)
+    spool = settings.data_dir / "reindex" / "spool.bin"
+    ready = lambda: spool.exists() and spool.stat().st_size > 30_000  # noqa: E731
+    kill_rerun_compare(settings, factory, featurizer, reader, ready)
+
+
+@pytest.mark.slow
+def test_kill_9_while_writing_then_rerun(
+    corpus: None, settings: Settings, factory: sessionmaker[Session], featurizer: Featurizer
+) -> None:
+    reader = Reader(factory)
+    ready = lambda: pending_features(factory, reader.version) > 100  # noqa: E731
+    kill_rerun_compare(settings, factory, featurizer, reader, ready)
+
+
+def kill_rerun_compare(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    reader: Reader,
+    ready: Any,
+) -> None:
+    killed = run_until(settings, reader, ready, signal.SIGKILL)
+    assert killed.returncode == -signal.SIGKILL
+    assert reader.queries > 5
+
+    rerun = subprocess.run(
+        [RECENGINE, "reindex"], env=environment(settings), capture_output=True, text=True
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert "resumed and finished 1200 articles" in rerun.stdout
+    resumed = full_state(factory)
+    assert not (settings.data_dir / "reindex" / "job.json").exists()
+
+    reindex(factory=factory, featurizer=featurizer, resume=False)  # uninterrupted reference
+    assert full_state(factory) == resumed
+    assert resumed["versions"] == 1 and len(resumed["features"]) == 1200
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_ctrl_c_stops_cleanly_and_leaves_the_old_state(
+    corpus: None, settings: Settings, factory: sessionmaker[Session]
+) -> None:
+    reader = Reader(factory)
+    ready = lambda: pending_features(factory, reader.version) > 50  # noqa: E731
+    stopped = run_until(settings, reader, ready, signal.SIGINT)
+    assert stopped.returncode == 130, stopped.stderr
+    assert "interrupted" in stopped.stderr and "Traceback" not in stopped.stderr

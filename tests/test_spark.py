@@ -1,0 +1,264 @@
+"""The Spark engine on a real local Spark (Java 17): the same answer as the local engine.
+
+One SparkSession (``local[2]``) serves every test of this module: a JVM start costs seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.cli import main
+from recengine.cli.context import CliContext
+from recengine.config import Settings, SparkSettings
+from recengine.features.simhash import hamming_many
+from recengine.features.tfidf import IdfModel
+from recengine.pipeline.dedup import Deduplicator
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.reindex import reindex
+from recengine.pipeline.spark.job import SparkInput, spark_reindex
+from recengine.pipeline.spark.neardup import block_layout, near_duplicate_pairs
+from recengine.pipeline.spark.session import spark_session
+from recengine.storage.features import load_model_payload
+from recengine.storage.models import Article, ArticleFeatures, ClusterMember
+from recengine.storage.state import read_state
+from tests.factories import csl_records, javaguide_records, write_jsonl
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    session, created = spark_session(SparkSettings(master="local[2]", partitions=4))
+    yield session
+    if created:
+        session.stop()
+
+
+def engine_state(factory: sessionmaker[Session]) -> tuple[IdfModel, dict[str, Any], dict[int, Any]]:
+    """The active model, its stored params and every article's (fingerprint, vector)."""
+    with factory() as session:
+        version = read_state(session=session).active_model_version
+        assert version is not None
+        payload, params = load_model_payload(session=session, version=version)
+        rows = session.execute(
+            select(
+                ArticleFeatures.article_id,
+                ArticleFeatures.fingerprint,
+                ArticleFeatures.vector,
+                ArticleFeatures.n_tokens,
+            ).where(ArticleFeatures.model_version == version)
+        ).all()
+    return IdfModel.from_bytes(payload), params, {r[0]: tuple(r[1:]) for r in rows}
+
+
+def indexed(
+    factory: sessionmaker[Session], featurizer: Featurizer, records: list[dict[str, Any]]
+) -> tuple[IdfModel, dict[str, Any], dict[int, Any]]:
+    """Ingest ``records``, reindex locally; the resulting state."""
+    Ingester(factory, featurizer).ingest_records(records)
+    reindex(factory=factory, featurizer=featurizer)
+    return engine_state(factory)
+
+
+def assert_same_results(local: Any, distributed: Any) -> None:
+    (lmodel, lparams, lrows), (smodel, sparams, srows) = local, distributed
+    assert smodel.n_docs == lmodel.n_docs
+    assert dict(smodel.df) == dict(lmodel.df)
+    for term in lmodel.df:  # identical IDF values (to float tolerance)
+        assert math.isclose(smodel.idf(term), lmodel.idf(term), rel_tol=1e-12)
+    assert (lparams["fit"]["engine"], sparams["fit"]["engine"]) == ("local", "spark")
+    assert srows.keys() == lrows.keys()
+    assert {k: v[0] for k, v in srows.items()} == {k: v[0] for k, v in lrows.items()}
+    assert srows == lrows  # vectors and token counts too
+
+
+def reposts(records: list[dict[str, Any]], n_max: int = 300) -> list[dict[str, Any]]:
+    """Reposts of real articles as sites make them: header, footer, re-titled, re-dated."""
+    out = []
+    for n, r in enumerate(records[:: max(1, len(records) // n_max)][:n_max]):
+        copy = {**r, "id": f"repost-{n}", "title": "转载：" + r["title"]}
+        copy["content"] = f"<p>本文转载自技术社区，原文链接见文末。</p>{r['content']}<p>（完）</p>"
+        copy["published_at"] = f"2024-0{1 + n % 9}-15T08:00:00+08:00"  # some earlier, some later
+        out.append(copy)
+    return out
+
+
+def clusters(factory: sessionmaker[Session]) -> list[tuple[int, int, int, float]]:
+    with factory() as session:
+        rows = session.execute(
+            select(
+                ClusterMember.article_id,
+                ClusterMember.canonical_id,
+                ClusterMember.distance,
+                ClusterMember.score,
+            ).order_by(ClusterMember.article_id)
+        ).all()
+    return [(a, c, d, round(s or 0.0, 6)) for a, c, d, s in rows]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_spark_and_local_engines_agree_on_real_articles(
+    spark: Any,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    settings: Settings,
+    data_dir: Path,
+) -> None:
+    records = csl_records(data_dir) + javaguide_records(data_dir, 429)
+    Ingester(factory, featurizer).ingest_records(records + reposts(records))
+    reindex(factory=factory, featurizer=featurizer)
+    local, local_clusters = engine_state(factory), clusters(factory)
+    assert len(local[2]) == 2429 + 300
+    assert len({c for _, c, _, _ in local_clusters}) >= 250  # most reposts found
+    result = spark_reindex(
+        spark=spark, factory=factory, featurizer=featurizer, url=settings.resolved_database_url
+    )
+    assert (result.n_docs, result.n_terms) == (2729, len(local[0].df))
+    assert_same_results(local, engine_state(factory))
+    assert clusters(factory) == local_clusters
+
+
+@pytest.mark.slow
+def test_spark_reads_an_export_and_fills_what_it_lacks(
+    spark: Any,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    settings: Settings,
+    data_dir: Path,
+    tmp_path: Path,
+) -> None:
+    records = javaguide_records(data_dir, 120)
+    local = indexed(factory, featurizer, records)
+    extra = {"id": "not-in-the-database", "title": "孤儿", "content": "不在库里的文章"}
+    export = write_jsonl(tmp_path / "export.jsonl", [*records[:100], extra])
+    result = spark_reindex(
+        spark=spark,
+        factory=factory,
+        featurizer=featurizer,
+        url=settings.resolved_database_url,
+        source_input=SparkInput(export),
+    )
+    # The IDF is fitted on what Spark read (100 articles); the 20 the export lacks are
+    # computed on the driver, so every article has features under the new model.
+    assert result.n_docs == 100 and "20 articles missing from the input" in result.reason
+    model, _, rows = engine_state(factory)
+    assert len(rows) == 120 and model.n_docs == 100
+    assert rows != local[2]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_cli_spark_engine_and_parquet_export(
+    spark: Any,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    settings: Settings,
+    data_dir: Path,
+    tmp_path: Path,
+) -> None:
+    records = javaguide_records(data_dir, 60)
+    local = indexed(factory, featurizer, records)
+    parquet = tmp_path / "articles.parquet"
+    spark.createDataFrame(
+        [(r["id"], r["title"], r["content"]) for r in records],
+        "id string, title string, content string",
+    ).write.parquet(str(parquet))
+    result = CliRunner().invoke(
+        main, ["reindex", "--engine", "spark", "--input", str(parquet)], obj=CliContext(settings)
+    )
+    assert result.exit_code == 0, result.output
+    assert "reindexed 60 articles" in result.output
+    assert_same_results(local, engine_state(factory))
+    assert spark.sparkContext._jsc is not None  # the caller's session was left running
+    bad = CliRunner().invoke(
+        main, ["reindex", "--engine", "spark", "--incremental"], obj=CliContext(settings)
+    )
+    assert bad.exit_code == 2 and "--incremental is for the local engine" in bad.output
+    json.dumps(result.output)
+
+
+def brute_pairs(ids: list[int], fps: np.ndarray, k: int) -> set[tuple[int, int, int]]:
+    d = hamming_many(fps[:, None], fps[None, :])
+    i, j = np.nonzero(np.triu(d <= k, 1))
+    return {(ids[a], ids[b], int(d[a, b])) for a, b in zip(i.tolist(), j.tolist(), strict=True)}
+
+
+@pytest.mark.parametrize("k", [0, 3, 5])
+def test_permuted_block_join_is_exact(spark: Any, k: int) -> None:
+    rng = np.random.default_rng(k)
+    base = rng.integers(0, 2**64, 1500, dtype=np.uint64)  # half of them >= 2**63
+    planted = []
+    for n, fp in enumerate(base[:300].tolist()):  # copies at distance 0 .. k + 1
+        bits = rng.choice(64, size=n % (k + 2), replace=False)
+        planted.append(fp ^ int(sum(1 << int(b) for b in bits)))
+    fps = np.concatenate([base, np.array([*planted, 0, 0, 0], dtype=np.uint64)])
+    ids = [int(i) * 7 + 1 for i in range(len(fps))]
+    rdd = spark.sparkContext.parallelize(list(zip(ids, fps.tolist(), strict=True)), 6)
+    got = near_duplicate_pairs(rdd, k, 5).collect()
+    assert len(got) == len(set(got))  # each pair exactly once
+    assert set(got) == brute_pairs(ids, fps, k)
+    assert sum(1 for _, _, d in got if d == k) > 0 or k == 0
+
+
+def test_block_layout_covers_64_bits() -> None:
+    for k in range(0, 10):
+        layout = block_layout(k)
+        assert len(layout) == k + 1 and sum(w for _, w in layout) == 64
+        assert layout[0][0] == 0 and all(a[0] + a[1] == b[0] for a, b in pairwise(layout))
+    with pytest.raises(ValueError, match="k must be"):
+        block_layout(64)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_articles_changed_while_spark_runs_are_clustered_like_a_local_run(
+    spark: Any,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    settings: Settings,
+    data_dir: Path,
+) -> None:
+    records = javaguide_records(data_dir, 80)
+    ingester = Ingester(factory, featurizer)
+    ingester.ingest_records(records + reposts(records)[:20])
+    reindex(factory=factory, featurizer=featurizer)
+
+    class Writer:
+        """Between the Spark stage and the switch, a writer adds reposts and deletes one."""
+
+        def start(self, phase: str, total: int | None, done: int = 0) -> None:
+            if phase == "catch-up":
+                late = [{**r, "id": f"late-{r['id']}"} for r in reposts(records)[20:30]]
+                ingester.ingest_records(late)
+                ingester.delete([records[0]["id"]])
+
+        def update(self, n: int) -> None:
+            pass
+
+    spark_reindex(
+        spark=spark,
+        factory=factory,
+        featurizer=featurizer,
+        url=settings.resolved_database_url,
+        progress=Writer(),
+    )
+    after_spark = clusters(factory)
+    dedup = Deduplicator(settings)
+    with dedup.pending(), factory.begin() as session:  # the local engine's full recluster
+        dedup.recluster(session)
+    assert after_spark == clusters(factory)
+    assert len(after_spark) >= 25
+    with factory() as session:
+        late = session.scalars(select(Article.id).where(Article.external_id.like("late-%")))
+        assert set(late) <= {a for a, *_ in after_spark} | {c for _, c, *_ in after_spark}
