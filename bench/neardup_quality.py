@@ -142,7 +142,7 @@ def minhash_runs(texts: list[str], scorer: Scorer) -> None:
     sigs = []
     for t in texts:
         m = MinHash(num_perm=128, seed=1)
-        m.update_batch([s.encode("utf-8") for s in shingles(t)])  # the same shingles as ours
+        m.update_batch([h.tobytes() for h in shingles(t)])  # the same shingles as ours
         sigs.append(m)
     for threshold in np.arange(0.3, 0.95, 0.1):
         lsh = MinHashLSH(threshold=float(threshold), num_perm=128)

@@ -138,3 +138,16 @@ def test_blocks_of_very_different_widths_give_the_reference() -> None:
                 [np.array([w for _, w in docs[i]], dtype=np.float32)],
             )
             assert int(got[i]) == int(alone[0])
+
+
+def test_count_fingerprints_batch_equals_one_by_one() -> None:
+    from recengine.features.fingerprint import count_fingerprints
+    from recengine.features.tfidf import fit_idf
+
+    docs: list[dict[str, int]] = [{"数据库": 3, "索引": 1}, {}, {"python": 2, "新词": 1}, {}]
+    model = fit_idf(docs[:1])
+    hasher = TermHasher()
+    batch = count_fingerprints(docs, model, hasher)
+    assert batch.dtype == np.uint64 and len(batch) == len(docs)
+    assert [int(x) for x in batch] == [int(count_fingerprints([d], model, hasher)[0]) for d in docs]
+    assert batch[1] == 0 and len(count_fingerprints([], model, hasher)) == 0

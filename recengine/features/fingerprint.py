@@ -16,6 +16,7 @@ unchanged, so unnormalised ``tf * idf`` and unit vectors agree on the same terms
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
@@ -41,17 +42,29 @@ def count_fingerprints(
 ) -> npt.NDArray[np.uint64]:
     """``uint64 (len(counts),)`` simhash fingerprints over every term, weight ``tf * idf``.
 
+    Weights are divided by each document's largest (which changes no sign) and rounded to
+    float32, as the simhash's exact-sum argument needs. The whole batch is weighed at once
+    (one pass over all terms) rather than document by document.
+
     Args:
         counts: per document, term -> count.
         model: the IDF model (unknown terms get its ``unknown_idf``).
         hasher: the shared term-hash cache.
     """
-    idf = model.idf_table
-    hashes, weights = [], []
-    for doc in counts:
-        terms = list(doc)
-        tf = np.fromiter(doc.values(), dtype=np.float64, count=len(terms))
-        w = tf * np.fromiter(map(idf.__getitem__, terms), dtype=np.float64, count=len(terms))
-        hashes.append(hasher.hashes(terms))
-        weights.append((w / w.max() if len(w) else w).astype(np.float32))
-    return simhash_many(hashes, weights)
+    if not counts:
+        return np.zeros(0, dtype=np.uint64)
+    sizes = np.fromiter(map(len, counts), dtype=np.int64, count=len(counts))
+    total = int(sizes.sum())
+    terms = list(chain.from_iterable(counts))
+    tf = np.fromiter(chain.from_iterable(d.values() for d in counts), np.float64, count=total)
+    idf = np.fromiter(map(model.idf_table.__getitem__, terms), np.float64, count=total)
+    weights = tf * idf
+    starts = np.cumsum(sizes) - sizes
+    filled = sizes > 0
+    top = np.ones(len(counts))
+    if total:
+        top[filled] = np.maximum.reduceat(weights, starts[filled])
+    weights = (weights / np.repeat(top, sizes)).astype(np.float32)
+    hashes = hasher.hashes(terms)
+    bounds = np.cumsum(sizes)[:-1]
+    return simhash_many(np.split(hashes, bounds), np.split(weights, bounds))

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from recengine.config import Settings
 from recengine.features.simhash import hamming
@@ -117,8 +118,8 @@ class NearDupCriterion:
         vector_a: SparseVector,
         fp_b: int,
         vector_b: SparseVector,
-        shingles_a: frozenset[str] | None = None,
-        shingles_b: frozenset[str] | None = None,
+        shingles_a: npt.NDArray[np.uint64] | None = None,
+        shingles_b: npt.NDArray[np.uint64] | None = None,
     ) -> Verdict:
         """The verdict on two articles.
 
@@ -140,9 +141,14 @@ class NearDupCriterion:
         return Verdict(distance <= self.k and passed, distance, score, cos, res, shared)
 
 
-def resemblance(a: frozenset[str], b: frozenset[str]) -> float:
-    """Jaccard index ``|a & b| / |a | b|`` of two shingle sets (0 when either is empty)."""
-    if not a or not b:
+def resemblance(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> float:
+    """Jaccard index ``|a & b| / |a | b|`` of two shingle sets, each a sorted array of distinct
+    hashes (``recengine.text.shingles.shingles``); 0 when either is empty."""
+    if not len(a) or not len(b):
         return 0.0
-    common = len(a & b)
+    if len(a) > len(b):
+        a, b = b, a
+    # Both sorted and distinct: look each of the smaller set up in the larger (no re-sort).
+    at = np.minimum(np.searchsorted(b, a), len(b) - 1)
+    common = int(np.count_nonzero(b[at] == a))
     return common / (len(a) + len(b) - common)

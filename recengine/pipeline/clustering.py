@@ -103,7 +103,7 @@ def verify_pairs(
     fingerprints: Mapping[int, int],
     vectors: Mapping[int, SparseVector],
     criterion: NearDupCriterion,
-    shingles: Mapping[int, frozenset[str]] | None = None,
+    shingles: Mapping[int, npt.NDArray[np.uint64]] | None = None,
 ) -> list[Edge]:
     """The candidate pairs ``(a[j], b[j])`` that the criterion confirms (on the texts'
     shingles when given, see :meth:`NearDupCriterion.judge`)."""
@@ -122,7 +122,7 @@ def cluster_corpus(
     ranks: Mapping[int, tuple[int, float, int]],
     vectors: Mapping[int, SparseVector],
     criterion: NearDupCriterion,
-    shingles: Mapping[int, frozenset[str]] | None = None,
+    shingles: Mapping[int, npt.NDArray[np.uint64]] | None = None,
 ) -> list[Member]:
     """All clusters of a corpus: self-join within the candidate radius, verify, assign.
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -39,7 +40,7 @@ from recengine.storage.clusters import (
 from recengine.storage.features import features_of
 from recengine.storage.fingerprints import SqlFingerprints
 from recengine.storage.state import read_state
-from recengine.text.shingles import shingles
+from recengine.text.shingles import Shingles, shingles
 
 PAIR_CHUNK = 50_000
 
@@ -97,7 +98,7 @@ class Deduplicator:
         edges: list[Edge] = []
         for start in range(0, len(pairs), PAIR_CHUNK):
             a, b = pairs.a[start : start + PAIR_CHUNK], pairs.b[start : start + PAIR_CHUNK]
-            fps, vectors, texts = self._load(session, version, np.union1d(a, b).tolist())
+            fps, vectors, texts = self._load(session, version, set(np.union1d(a, b).tolist()))
             edges += verify_pairs(a, b, fps, vectors, self.criterion, texts)
         members = self._assign(session, edges)
         insert_rows(session=session, rows=members)
@@ -114,6 +115,7 @@ class Deduplicator:
         nodes: set[int] = set()
         edges: dict[tuple[int, int], Edge] = {}
         frontier = set(seeds)
+        loaded = _Loaded()  # each article's features and shingles are loaded once per call
         while frontier:
             nodes |= frontier
             for row in rows_touching(session=session, article_ids=sorted(frontier)):
@@ -122,12 +124,16 @@ class Deduplicator:
                         frontier.add(other)
             live = [i for i in sorted(frontier) if i in index]
             found = index.search_many(np.array([index.fingerprint(i) for i in live], np.uint64))
-            candidates = {i for i in found.ids.tolist()}
-            fps, vectors, texts = self._load(session, version, sorted(candidates | set(live)))
-            for q, source in enumerate(live):
-                hits, _ = found.hits(q)
-                pair_a = np.array([min(source, h) for h in hits.tolist() if h != source])
-                pair_b = np.array([max(source, h) for h in hits.tolist() if h != source])
+            others = {
+                s: [h for h in found.hits(q)[0].tolist() if h != s] for q, s in enumerate(live)
+            }
+            others = {s: hits for s, hits in others.items() if hits}
+            # Only articles in a candidate pair are loaded (most new articles have none).
+            involved = set(others) | {h for hits in others.values() for h in hits}
+            fps, vectors, texts = self._load(session, version, involved, loaded)
+            for source, hits in others.items():
+                pair_a = np.array([min(source, h) for h in hits])
+                pair_b = np.array([max(source, h) for h in hits])
                 for e in verify_pairs(pair_a, pair_b, fps, vectors, self.criterion, texts):
                     edges[(e.a, e.b)] = e
             frontier = {x for e in edges.values() for x in (e.a, e.b)} - nodes
@@ -140,15 +146,27 @@ class Deduplicator:
         return [_row(m) for m in assign(ranks, edges)]
 
     def _load(
-        self, session: Session, version: int, ids: Sequence[int]
-    ) -> tuple[dict[int, int], dict[int, SparseVector], dict[int, frozenset[str]]]:
-        """Fingerprints, vectors and text shingles of the given articles."""
-        rows = features_of(session=session, version=version, article_ids=list(ids))
-        fps = {r.article_id: r.fingerprint for r in rows}
-        vectors = {r.article_id: SparseVector.from_bytes(r.vector) for r in rows}
-        texts = titles_and_contents(session=session, article_ids=list(fps))
-        sh = {i: shingles(text_of(t, c, self.strip)) for i, (t, c) in texts.items()}
-        return fps, vectors, sh
+        self, session: Session, version: int, ids: set[int], loaded: _Loaded | None = None
+    ) -> tuple[dict[int, int], dict[int, SparseVector], dict[int, Shingles]]:
+        """Fingerprints, vectors and text shingles of the given articles (and of those already
+        in ``loaded``, which only the missing ones are added to)."""
+        loaded = loaded or _Loaded()
+        missing = sorted(ids - loaded.fps.keys())
+        rows = features_of(session=session, version=version, article_ids=missing)
+        loaded.fps.update({r.article_id: r.fingerprint for r in rows})
+        loaded.vectors.update({r.article_id: SparseVector.from_bytes(r.vector) for r in rows})
+        texts = titles_and_contents(session=session, article_ids=[r.article_id for r in rows])
+        loaded.shingles.update(
+            {i: shingles(text_of(t, c, self.strip)) for i, (t, c) in texts.items()}
+        )
+        return loaded.fps, loaded.vectors, loaded.shingles
+
+
+@dataclass
+class _Loaded:
+    fps: dict[int, int] = field(default_factory=dict)
+    vectors: dict[int, SparseVector] = field(default_factory=dict)
+    shingles: dict[int, Shingles] = field(default_factory=dict)
 
 
 def _row(m: Member) -> MemberRow:

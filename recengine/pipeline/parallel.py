@@ -53,6 +53,7 @@ class WorkerDied(RecengineError):
 
     code = "worker_died"
 
+
 _worker_model: tuple[ModelFile, IdfModel] | None = None
 
 

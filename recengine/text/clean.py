@@ -70,7 +70,12 @@ def nfkc(text: str) -> str:
             text = text.replace(char, folded)
     if unicodedata.is_normalized("NFKC", text):
         return text
-    return unicodedata.normalize("NFKC", text)
+    # Normalise only the lines that need it: NFKC never composes across a line break (a line
+    # break is a starter), and the slow path costs in proportion to what it is given.
+    return "\n".join(
+        line if unicodedata.is_normalized("NFKC", line) else unicodedata.normalize("NFKC", line)
+        for line in text.split("\n")
+    )
 
 
 def collapse_whitespace(text: str) -> str:

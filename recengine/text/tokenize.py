@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Protocol
@@ -128,7 +129,7 @@ class Tokenizer:
         self.min_cjk_chars = min_cjk_chars
         self.hmm = hmm
         self._tags = tags
-        self._cache: dict[str, str | None] = {}
+        self._verdicts = _Verdicts(self._verdict)
 
     def keep(self, word: str, tag: str) -> str | None:
         """The normalised word if it passes the filter, else ``None``."""
@@ -143,18 +144,10 @@ class Tokenizer:
             return None
         return word
 
-    def _lookup(self, word: str) -> str | None:
-        """``keep`` with the tag jieba ``posseg`` gives without HMM; cached per raw word."""
-        try:
-            return self._cache[word]
-        except KeyError:
-            pass
+    def _verdict(self, word: str) -> str:
+        """``keep`` with the tag jieba ``posseg`` gives without HMM; ``""`` when dropped."""
         tag = self._tags.get(word) or ("eng" if _ENG.match(word) else "x")
-        kept = self.keep(word, tag)
-        if len(self._cache) >= _CACHE_LIMIT:
-            self._cache.clear()
-        self._cache[word] = kept
-        return kept
+        return self.keep(word, tag) or ""
 
     def tokens(self, text: str) -> list[str]:
         """The words of one clean text, in order, duplicates kept.
@@ -166,24 +159,34 @@ class Tokenizer:
         """
         if self.hmm:
             return [k for w, t in self.backend.tag(text) if (k := self.keep(w, t))]
-        lookup = self._lookup
-        return [k for w in self.backend.cut(text) if (k := lookup(w))]
+        return [k for k in map(self._verdicts.__getitem__, self.backend.cut(text)) if k]
 
     def term_counts(self, text: str) -> dict[str, int]:
         """Term frequencies of one clean text: ``Counter(tokens(text))``, computed faster.
 
-        Raw words are counted first (in C), so the filter runs once per distinct word, and the
-        per-word verdict is a dictionary hit after the first time a word is seen.
+        Every raw word is mapped to its verdict (the normalised word, or ``""``) by a cached
+        dictionary look-up, and the verdicts are counted, all without a Python-level loop: the
+        filter itself runs once per distinct word per process.
         """
         if self.hmm:
             return dict(Counter(self.tokens(text)))
-        cache, lookup = self._cache, self._lookup
-        counts: dict[str, int] = {}
-        for word, n in Counter(self.backend.cut(text)).items():
-            kept = cache[word] if word in cache else lookup(word)
-            if kept is not None:
-                counts[kept] = counts.get(kept, 0) + n
-        return counts
+        counts = Counter(map(self._verdicts.__getitem__, self.backend.cut(text)))
+        counts.pop("", None)
+        return dict(counts)
+
+
+class _Verdicts(dict[str, str]):
+    """Raw word -> verdict; a miss asks the filter once and remembers (bounded)."""
+
+    def __init__(self, verdict: Callable[[str], str]) -> None:
+        super().__init__()
+        self._verdict = verdict
+
+    def __missing__(self, word: str) -> str:
+        if len(self) >= _CACHE_LIMIT:
+            self.clear()
+        kept = self[word] = self._verdict(word)
+        return kept
 
 
 def load_word_list(spec: str) -> frozenset[str]:

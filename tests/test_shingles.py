@@ -1,0 +1,57 @@
+"""Shingle hashes against a plain string-set reference: same sets, same resemblance."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from recengine.features.neardup import resemblance
+from recengine.text.shingles import shingles
+
+
+def reference(text: str, n: int = 5) -> frozenset[str]:
+    s = re.sub(r"[\W_]+", "", text)
+    if len(s) <= n:
+        return frozenset([s]) if s else frozenset()
+    return frozenset(s[i : i + n] for i in range(len(s) - n + 1))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+alphabet = st.sampled_from(list("数据库索引查询优化的了 ，。abcAB12\n“”"))
+
+
+@given(st.text(alphabet=alphabet, max_size=40), st.text(alphabet=alphabet, max_size=40))
+def test_same_sets_and_resemblance_as_strings(a: str, b: str) -> None:
+    ha, hb = shingles(a), shingles(b)
+    assert ha.dtype == np.uint64 and list(ha) == sorted(set(ha.tolist()))
+    assert len(ha) == len(reference(a))
+    assert resemblance(ha, hb) == jaccard(reference(a), reference(b))
+
+
+def test_real_reposts_resemble_as_with_strings(data_dir: Path) -> None:
+    from tests.test_tokenize_backends import real_texts
+
+    texts = [t for _, t in real_texts(data_dir)[:300]]
+    for text in texts:
+        edited = "转载自某网站。" + text[: len(text) * 9 // 10] + "（完）"
+        assert resemblance(shingles(text), shingles(edited)) == jaccard(
+            reference(text), reference(edited)
+        )
+    assert resemblance(shingles(texts[0]), shingles(texts[1])) == jaccard(
+        reference(texts[0]), reference(texts[1])
+    )
+
+
+def test_punctuation_and_spacing_do_not_count() -> None:
+    assert np.array_equal(shingles("“数据库” 索引，查询"), shingles("数据库索引查询"))
+    assert len(shingles("，。 ")) == 0
+    assert len(shingles("短文")) == 1
