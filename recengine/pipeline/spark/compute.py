@@ -20,6 +20,7 @@ from recengine.pipeline.featurize import Featurizer, TextStats
 from recengine.pipeline.spark.source import Row3, worker_factory
 from recengine.storage.db import transaction
 from recengine.storage.features import replace_features
+from recengine.text.shingles import shingles
 
 _featurizers: dict[str, Featurizer] = {}
 _models: dict[str, IdfModel] = {}
@@ -40,6 +41,14 @@ def analyze_partition(blob: str, rows: Iterable[Row3]) -> Iterator[tuple[int, Te
     featurizer = worker_featurizer(blob)
     for article_id, title, content in rows:
         yield article_id, featurizer.analyze(title, content)
+
+
+def shingles_partition(blob: str, rows: Iterable[Row3]) -> Iterator[tuple[int, bytes]]:
+    """``(id, shingle hashes as bytes)`` of each article's text, as the local engine sees it
+    (``Featurizer.text`` then ``text.shingles``)."""
+    featurizer = worker_featurizer(blob)
+    for article_id, title, content in rows:
+        yield article_id, shingles(featurizer.text(title, content)).tobytes()
 
 
 def partition_df(stats: Iterable[tuple[int, TextStats]]) -> Iterator[tuple[str, int]]:

@@ -27,6 +27,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.clustering import Edge, assign, rank_key
 from recengine.pipeline.dedup import Deduplicator
@@ -165,8 +166,14 @@ def _fit_and_write(
         )
         features.persist(StorageLevel.MEMORY_AND_DISK)
         features.mapPartitions(lambda part: compute.write_partition(url, version, size, part)).sum()
-        n = settings.neardup
-        edges = verified_edges(features, settings.features.hamming_k, n.min_cosine, partitions)
+        edges = verified_edges(
+            features,
+            lambda wanted: rows.filter(lambda r: r[0] in wanted.value).mapPartitions(
+                lambda part: compute.shingles_partition(blob, part)
+            ),
+            NearDupCriterion.from_settings(settings),
+            partitions,
+        )
         features.unpersist()
         shared.destroy()
     finally:

@@ -8,9 +8,10 @@ the two are equal on that block. Hence:
 2. a shuffle groups equal keys; within a group every pair is a candidate;
 3. each candidate is verified (``popcount(a ^ b) <= k``), and kept only by the **first** block
    on which the two agree, so every pair comes out exactly once without a ``distinct`` shuffle;
-4. (:func:`verified_edges`) both articles' fingerprints and vectors are joined to each pair and
-   the local engine's criterion (``features.neardup.NearDupCriterion``) decides, on the
-   executors; the driver then clusters the edges with ``pipeline.clustering.assign``.
+4. (:func:`verified_edges`) both articles' fingerprints, vectors and text shingles are joined
+   to each pair and the local engine's criterion (``features.neardup.NearDupCriterion``)
+   decides, on the executors; the driver then clusters the edges with
+   ``pipeline.clustering.assign``.
 
 Cost: with k = 8 the blocks are 7 bits wide, so a block value is shared by about n / 128
 articles and the candidates grow as n^2 / 128 per block: fine for a few million articles, not
@@ -26,7 +27,7 @@ Array contracts: ids ``int64``, fingerprints ``uint64``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -115,32 +116,64 @@ def near_duplicate_pairs(fingerprints: object, k: int, partitions: int) -> objec
 
 
 def verify_partition(
-    k: int, min_cosine: float, rows: Iterable[tuple[int, tuple[Any, Any]]]
+    k: int, min_cosine: float, min_resemblance: float, rows: Iterable[tuple[int, Any]]
 ) -> Iterator[tuple[int, int, int, float]]:
     """Candidate pairs joined with both articles' features -> verified edges.
 
-    Each row is ``(b, ((a, b, distance, fp_a, vector_a), (fp_b, vector_b)))``; the verdict is
-    :meth:`NearDupCriterion.judge`, the local engine's own.
+    Each row is ``(b, ((a, b, distance, info_a), info_b))`` where an article's ``info`` is
+    ``((fingerprint, vector bytes), shingle bytes)``; the verdict is
+    :meth:`NearDupCriterion.judge`, the local engine's own, on the texts' shingles (as the local
+    engine's clusters use them).
     """
-    criterion = NearDupCriterion(k, min_cosine)
-    for _, ((a, b, _d, fp_a, vec_a), (fp_b, vec_b)) in rows:
+    criterion = NearDupCriterion(k, min_cosine, min_resemblance)
+    for _, ((a, b, _d, ((fp_a, vec_a), sh_a)), ((fp_b, vec_b), sh_b)) in rows:
         verdict = criterion.judge(
-            fp_a, SparseVector.from_bytes(vec_a), fp_b, SparseVector.from_bytes(vec_b)
+            fp_a,
+            SparseVector.from_bytes(vec_a),
+            fp_b,
+            SparseVector.from_bytes(vec_b),
+            np.frombuffer(sh_a, dtype=np.uint64),
+            np.frombuffer(sh_b, dtype=np.uint64),
         )
         if verdict.duplicate:
             yield a, b, verdict.distance, verdict.score
 
 
-def verified_edges(features: Any, k: int, min_cosine: float, partitions: int) -> list[Edge]:
+def verified_edges(
+    features: Any,
+    shingles_of: Callable[[Any], Any],
+    criterion: NearDupCriterion,
+    partitions: int,
+) -> list[Edge]:
     """Every verified near-duplicate pair among ``features`` rows ``(id, fp, vector, n)``.
 
-    Candidates come from the block join; both articles' fingerprints and vectors are joined
-    to each candidate (only candidates travel), and the criterion runs on the executors.
+    Args:
+        features: RDD of ``(id, fingerprint, vector bytes, n_tokens)``.
+        shingles_of: given a broadcast set of article ids, an RDD of ``(id, shingle bytes)``
+            for those articles (their texts' shingles, computed on the executors).
+        criterion: the local engine's criterion (radius and thresholds).
+        partitions: shuffle partitions.
+
+    Candidates come from the block join. Only articles in some candidate pair get their
+    shingles computed (their ids are broadcast, so no other text travels), and both articles'
+    fingerprints, vectors and shingles are joined to each candidate; the criterion runs on the
+    executors.
     """
-    by_id = features.map(lambda r: (r[0], (r[1], r[2])))
-    pairs = near_duplicate_pairs(features.map(lambda r: (r[0], r[1])), k, partitions)
-    with_a = pairs.map(lambda p: (p[0], p)).join(by_id, partitions)  # type: ignore[attr-defined]
-    keyed_b = with_a.map(lambda kv: (kv[1][0][1], (*kv[1][0], *kv[1][1])))
-    both = keyed_b.join(by_id, partitions)
-    edges = both.mapPartitions(lambda rows: verify_partition(k, min_cosine, rows)).collect()
+    pairs: Any = near_duplicate_pairs(features.map(lambda r: (r[0], r[1])), criterion.k, partitions)
+    pairs.persist()
+    try:
+        ids = pairs.flatMap(lambda p: (p[0], p[1])).distinct().collect()
+        if not ids:
+            return []
+        wanted = features.context.broadcast(frozenset(ids))
+        candidates = features.filter(lambda r: r[0] in wanted.value)
+        info = candidates.map(lambda r: (r[0], (r[1], r[2]))).join(shingles_of(wanted), partitions)
+        with_a = pairs.map(lambda p: (p[0], p)).join(info, partitions)
+        keyed_b = with_a.map(lambda kv: (kv[1][0][1], (*kv[1][0], kv[1][1])))
+        both = keyed_b.join(info, partitions)
+        k, cos, res = criterion.k, criterion.min_cosine, criterion.min_resemblance
+        edges = both.mapPartitions(lambda rows: verify_partition(k, cos, res, rows)).collect()
+        wanted.destroy()
+    finally:
+        pairs.unpersist()
     return [Edge(*edge) for edge in sorted(edges)]
