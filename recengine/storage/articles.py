@@ -154,3 +154,13 @@ def count_changed(*, session: Session, after_seq: int) -> int:
 def ids_changed_since(*, session: Session, after_seq: int) -> list[int]:
     """Ids of articles (deleted ones included) whose last change is newer than ``after_seq``."""
     return list(session.scalars(select(Article.id).where(Article.seq > after_seq)))
+
+
+def latest_articles(*, session: Session, limit: int) -> Sequence[Row[str, str]]:
+    """``(external_id, title)`` of the most recently stored live articles, newest first."""
+    return session.execute(
+        select(Article.external_id, Article.title)
+        .where(Article.deleted_at.is_(None))
+        .order_by(Article.id.desc())
+        .limit(limit)
+    ).all()
