@@ -21,8 +21,8 @@ from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import check_schema
 from recengine.text.tokenize import Tokenizer
 from recengine.web import articles, errors, health, pages, users
-from recengine.web.auth import ApiRequest
-from recengine.web.routing import Router
+from recengine.web.auth import ApiJSONProvider, ApiRequest
+from recengine.web.routing import ApiPlugin, Router
 from recengine.web.schemas import ErrorBody, build_models
 from recengine.web.services import Services
 from recengine.web.services import init_app as init_services
@@ -48,9 +48,8 @@ def create_app(settings: Settings | None = None, *, tokenizer: Tokenizer | None 
     settings = settings or load_settings()
     app = Flask(__name__)
     app.request_class = ApiRequest
+    app.json = ApiJSONProvider(app)
     app.config["MAX_CONTENT_LENGTH"] = settings.web.max_body_bytes
-    app.json.ensure_ascii = False  # type: ignore[attr-defined]
-    app.json.sort_keys = False  # type: ignore[attr-defined]
     engine = make_engine(settings.resolved_database_url)
     check_schema(engine)
     models = build_models(settings.web)
@@ -76,6 +75,7 @@ def create_app(settings: Settings | None = None, *, tokenizer: Tokenizer | None 
 def _spec() -> SpecTree:
     return SpecTree(
         "flask",
+        backend=ApiPlugin,
         title="recengine",
         version=_version(),
         description="Related articles without near-duplicates, for article sites.",

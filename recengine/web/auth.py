@@ -12,11 +12,14 @@ and a malformed body gets ``invalid_json`` rather than a misleading field error.
 from __future__ import annotations
 
 import hmac
+import json
+import re
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
 
 from flask import Request, request
+from flask.json.provider import DefaultJSONProvider
 
 from recengine.config import Settings
 from recengine.web.errors import AccessDenied, AuthRequired, InvalidJson, WritesDisabled
@@ -89,6 +92,31 @@ def guarded(*, write: bool) -> Callable[[F], F]:
 def _parse_json() -> None:
     """Parse (and cache) the body: 413 when too large, 415 when not JSON, else invalid_json."""
     request.get_json()
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+class ApiJSONProvider(DefaultJSONProvider):
+    """Flask's JSON, writing UTF-8 as is, and refusing text that is not Unicode.
+
+    JSON can escape half of a UTF-16 surrogate pair (``"\\ud800"``); such a string is not text,
+    cannot be stored in UTF-8 by either database, and is refused as invalid JSON (a whole pair,
+    as emoji are sent by some encoders, is fine).
+    """
+
+    ensure_ascii = False
+    sort_keys = False
+
+    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
+        value = super().loads(s, **kwargs)
+        raw = s.encode("utf-8", "surrogatepass") if isinstance(s, str) else s
+        if _SURROGATE_ESCAPE.search(raw):
+            try:
+                json.dumps(value, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError("unpaired UTF-16 surrogate escape (\\ud800-\\udfff)") from None
+        return value
 
 
 class ApiRequest(Request):

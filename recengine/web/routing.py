@@ -7,7 +7,7 @@ in ``/openapi.json`` the errors it can answer with.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import wraps
 from typing import Any, TypeVar
@@ -15,11 +15,13 @@ from typing import Any, TypeVar
 from flask import Flask, request
 from pydantic import BaseModel, ValidationError
 from spectree import SpecTree
+from spectree.plugins.flask_plugin import FlaskPlugin
 
 from recengine.config import Settings
 from recengine.errors import RecengineError
 from recengine.web.auth import guarded, security
 from recengine.web.errors import AUTH, BODY, InvalidRequest, WritesDisabled, describe, responses
+from recengine.web.schemas import PATH_PARAMETERS
 
 M = TypeVar("M", bound=BaseModel)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -93,12 +95,43 @@ class Router:
         )(view)
         if json is not None:
             validated = _falsy_bodies_checked(json)(validated)
+        validated = _path_checked(validated)
         self.app.add_url_rule(
             rule,
             endpoint=f"{tag}.{view.__name__}",
             view_func=validated if write is None else guarded(write=write)(validated),
             methods=[method],
         )
+
+
+def _path_checked(view: F) -> F:
+    """Validate path parameters with :data:`PATH_PARAMETERS` (as published, see ApiPlugin)."""
+
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        for name, value in kwargs.items():
+            if name in PATH_PARAMETERS:
+                try:
+                    PATH_PARAMETERS[name].validate_python(value)
+                except ValidationError as exc:
+                    raise InvalidRequest(f"{name}: {describe(exc)}") from None
+        return view(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+class ApiPlugin(FlaskPlugin):
+    """spectree's Flask plugin, publishing each path parameter with the schema that checks it."""
+
+    def parse_path(
+        self, route: Any, path_parameter_descriptions: Mapping[str, str] | None
+    ) -> tuple[str, list[dict[str, Any]]]:
+        path, parameters = super().parse_path(route, path_parameter_descriptions)
+        for parameter in parameters:
+            adapter = PATH_PARAMETERS.get(parameter["name"])
+            if adapter is not None:
+                parameter["schema"] = adapter.json_schema()
+        return path, parameters
 
 
 def _falsy_bodies_checked(model: type[BaseModel]) -> Callable[[F], F]:

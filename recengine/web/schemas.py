@@ -24,28 +24,21 @@ from pydantic import (
     RootModel,
     Tag,
     TypeAdapter,
-    ValidationError,
 )
 
 from recengine.config import WebSettings
-from recengine.pipeline.records import ArticleRecord
+from recengine.pipeline.records import ID_PATTERN, ArticleRecord
 
-# The caller's id of an article or a reader: printable, 1-255 characters.
-ExternalId = Annotated[
-    str, Field(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f\x7f]*\S[^\x00-\x1f\x7f]*$")
-]
-
-
-_EXTERNAL_ID: TypeAdapter[str] = TypeAdapter(ExternalId)
+# The caller's id of an article or a reader: 1-255 characters, not all blank, no control
+# characters (the string form of the record's id).
+ExternalId = Annotated[str, Field(min_length=1, max_length=255, pattern=ID_PATTERN)]
 
 
-def is_external_id(value: str) -> bool:
-    """Whether ``value`` is a valid article or reader id (path parameters are checked with it)."""
-    try:
-        _EXTERNAL_ID.validate_python(value)
-    except ValidationError:
-        return False
-    return True
+# Path parameters, by name: validated with these and published with their JSON schema.
+PATH_PARAMETERS: dict[str, TypeAdapter[Any]] = {
+    "article_id": TypeAdapter(ExternalId),
+    "user": TypeAdapter(ExternalId),
+}
 
 
 def _shape(value: Any) -> str:

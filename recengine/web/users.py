@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from recengine.errors import NotFound
 from recengine.pipeline.changes import ReadEvent, record_events
-from recengine.web.errors import InvalidRequest
 from recengine.web.routing import Router, validated_body
-from recengine.web.schemas import EventsIn, EventsRecorded, Models, is_external_id
+from recengine.web.schemas import EventsIn, EventsRecorded, Models
 from recengine.web.services import services
 
 
@@ -15,17 +14,10 @@ def record(user: str) -> EventsRecorded:
 
     Events feed the reader's feed: read articles and their near-duplicates leave it.
     """
-    user = _user_id(user)
     body = validated_body(EventsIn)
     events = [ReadEvent(article=e.article, kind=e.kind, at=e.at) for e in body.events()]
     recorded = record_events(factory=services().factory, user_id=user, events=events)
     return EventsRecorded(user=user, recorded=recorded)
-
-
-def _user_id(user: str) -> str:
-    if not is_external_id(user):
-        raise InvalidRequest("user: must be 1-255 characters, not all blank, no control characters")
-    return user
 
 
 def init_app(router: Router, models: Models) -> None:
