@@ -30,9 +30,7 @@ def settings(tmp_path: Path, database_url: str) -> Settings:
 
 
 @pytest.fixture
-def make_app(
-    settings: Settings, engine: Engine, tokenizer: Tokenizer
-) -> Callable[..., Flask]:
+def make_app(settings: Settings, engine: Engine, tokenizer: Tokenizer) -> Callable[..., Flask]:
     """Apps on the test database with some settings changed: ``make_app(web={"max_k": 5})``."""
 
     def build(**overrides: Any) -> Flask:

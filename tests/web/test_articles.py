@@ -45,8 +45,13 @@ def test_upsert_one_then_read_it_back(client: FlaskClient) -> None:
     response = post(client, sent)
     assert response.status_code == 200
     assert response.get_json() == {
-        "read": 1, "inserted": 1, "updated": 0, "unchanged": 0, "superseded": 0,
-        "features_pending": 1, "ids": ["a1"],
+        "read": 1,
+        "inserted": 1,
+        "updated": 0,
+        "unchanged": 0,
+        "superseded": 0,
+        "features_pending": 1,
+        "ids": ["a1"],
     }
     got = client.get("/api/v1/articles/a1").get_json()
     assert got["id"] == "a1" and got["title"] == sent["title"] and got["content"] == sent["content"]
@@ -135,9 +140,7 @@ def test_malformed_json_is_400_and_other_media_types_415(client: FlaskClient) ->
         "/api/v1/articles", data='{"id": 1,', content_type="application/json", headers=AUTH
     )
     assert "line 1 column 10" in assert_error(response, 400, "invalid_json")["error"]["message"]
-    response = client.post(
-        "/api/v1/articles", data="id=1", content_type="text/plain", headers=AUTH
-    )
+    response = client.post("/api/v1/articles", data="id=1", content_type="text/plain", headers=AUTH)
     assert_error(response, 415, "unsupported_media_type")
 
 
@@ -178,7 +181,9 @@ def test_wrong_method_is_405_and_unknown_path_404(client: FlaskClient) -> None:
 
 
 def test_internal_error_rolls_back_and_leaks_nothing(
-    client: FlaskClient, factory: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch,
+    client: FlaskClient,
+    factory: sessionmaker[Session],
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     import recengine.pipeline.ingest as ingest

@@ -111,7 +111,9 @@ def test_cors_only_for_configured_origins(make_app: Callable[..., Flask]) -> Non
     response = client.options("/api/v1/articles", headers=preflight)
     assert response.headers["Access-Control-Allow-Origin"] == ALLOWED
     assert "authorization" in response.headers["Access-Control-Allow-Headers"].lower()
-    evil = client.options("/api/v1/articles", headers={**preflight, "Origin": "https://evil.example"})
+    evil = client.options(
+        "/api/v1/articles", headers={**preflight, "Origin": "https://evil.example"}
+    )
     assert "Access-Control-Allow-Origin" not in evil.headers
 
 

@@ -19,8 +19,16 @@ XSS_CONTENT = "<p>正文</p><img src=x onerror=alert(2)>&lt;script&gt;alert(3)&l
 def test_demo_page_shows_the_article_escaped(client: FlaskClient) -> None:
     client.post(
         "/api/v1/articles",
-        json=[record(1), record(2, title=XSS_TITLE, content=XSS_CONTENT, tags=["<b>tag</b>"],
-                                url="javascript:alert(4)")],
+        json=[
+            record(1),
+            record(
+                2,
+                title=XSS_TITLE,
+                content=XSS_CONTENT,
+                tags=["<b>tag</b>"],
+                url="javascript:alert(4)",
+            ),
+        ],
         headers=AUTH,
     )
     response = client.get("/?article=a2")

@@ -41,8 +41,12 @@ def api_schema(
     app = create_app(config, tokenizer=tokenizer)
     with live_server(app) as url:
         client = app.test_client()
-        assert client.post("/api/v1/articles", json=[record(i) for i in range(5)],
-                           headers=AUTH).status_code == 200
+        assert (
+            client.post(
+                "/api/v1/articles", json=[record(i) for i in range(5)], headers=AUTH
+            ).status_code
+            == 200
+        )
         yield schemathesis.openapi.from_url(f"{url}/openapi.json")
 
 
