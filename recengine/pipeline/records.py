@@ -76,13 +76,30 @@ _HAS_TEXT: dict[str, Any] = {
         for name in ("title", "content")
     ]
 }
+_NO_NUL = r"^[^\x00]*$"
+
+
+def _published_schema(schema: dict[str, Any]) -> None:
+    """Complete the generated JSON schema: title or content required, no NUL in any text."""
+    schema.update(_HAS_TEXT)
+    todo = list(schema["properties"].values())
+    while todo:
+        node = todo.pop()
+        todo.extend(node.get("anyOf", []))
+        if isinstance(node.get("items"), dict):
+            todo.append(node["items"])
+        if node.get("type") == "string" and "pattern" not in node and "format" not in node:
+            node["pattern"] = _NO_NUL
 
 
 class ArticleRecord(BaseModel):
     """One article as callers send it (JSON Lines, CSV/TSV rows, HTTP bodies)."""
 
     model_config = ConfigDict(
-        extra="ignore", str_strip_whitespace=True, frozen=True, json_schema_extra=_HAS_TEXT
+        extra="ignore",
+        str_strip_whitespace=True,
+        frozen=True,
+        json_schema_extra=_published_schema,
     )
 
     id: Annotated[str, Field(min_length=1, max_length=255), WithJsonSchema(ID_SCHEMA)]
