@@ -89,10 +89,26 @@ def sample_ids(settings: Settings, count: int, seed: int) -> list[str]:
 def server(settings: Settings, workers: int, threads: int) -> Iterator[str]:
     """``recengine serve`` on a free port; yields its base URL."""
     env = {**os.environ, "RECENGINE_DATABASE_URL": settings.resolved_database_url}
-    command = [sys.executable, "-c", "from recengine.cli import main; main()", "serve",
-               "--port", "0", "--workers", str(workers), "--threads", str(threads)]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    command = [
+        sys.executable,
+        "-c",
+        "from recengine.cli import main; main()",
+        "serve",
+        "--port",
+        "0",
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+    ]
+    process = subprocess.Popen(
+        command,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert process.stdout is not None
         for line in process.stdout:
@@ -142,8 +158,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=5.0)
     args = parser.parse_args()
     db = args.db or RESULTS / f"api_load_{args.articles}.db"
-    settings = load_settings({"database_url": f"sqlite:///{db.resolve()}",
-                              "data_dir": str(db.parent)})
+    settings = load_settings(
+        {"database_url": f"sqlite:///{db.resolve()}", "data_dir": str(db.parent)}
+    )
     build(settings, args.articles)
     ids = sample_ids(settings, 2_000, seed=11)
     paths = [ENDPOINTS[args.endpoint].format(id=i) for i in ids]
@@ -157,16 +174,21 @@ def main() -> None:
 
 def report(args: argparse.Namespace, rows: dict[str, Any]) -> None:
     load_avg = os.getloadavg()
-    print(f"\n{args.endpoint} at {args.rate:.0f} req/s for {args.seconds:.0f} s, "
-          f"{args.articles} articles; load average before: {load_avg[0]:.2f}")
-    print(f"{'':40} {'rps':>7} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8} {'errors':>7}")
+    print(
+        f"\n{args.endpoint} at {args.rate:.0f} req/s for {args.seconds:.0f} s, "
+        f"{args.articles} articles; load average before: {load_avg[0]:.2f}"
+    )
+    print(
+        f"{'':40} {'rps':>7} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8} {'errors':>7}"
+    )
     for name, r in rows.items():
-        print(f"{name:40} {r['throughput_rps']:7.1f} {r['p50_ms']:8.2f} {r['p90_ms']:8.2f} "
-              f"{r['p99_ms']:8.2f} {r['max_ms']:8.1f} {r['errors']:7d}")
+        print(
+            f"{name:40} {r['throughput_rps']:7.1f} {r['p50_ms']:8.2f} {r['p90_ms']:8.2f} "
+            f"{r['p99_ms']:8.2f} {r['max_ms']:8.1f} {r['errors']:7d}"
+        )
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"api_load_{args.endpoint}_{args.articles}.json"
-    out.write_text(json.dumps({"args": vars(args) | {"db": str(args.db)}, "rows": rows},
-                              indent=2))
+    out.write_text(json.dumps({"args": vars(args) | {"db": str(args.db)}, "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":

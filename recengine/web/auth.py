@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from flask import Request, request
 from flask.json.provider import DefaultJSONProvider
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from recengine.config import Settings
 from recengine.web.errors import AccessDenied, AuthRequired, InvalidJson, WritesDisabled
@@ -91,6 +92,13 @@ def guarded(*, write: bool) -> Callable[[F], F]:
 
 def _parse_json() -> None:
     """Parse (and cache) the body: 413 when too large, 415 when not JSON, else invalid_json."""
+    limit = request.max_content_length
+    # A chunked body has no length to check up front, and werkzeug's limited stream returns
+    # the first `limit` bytes without complaint: a body that fills the limit is taken as over
+    # it, rather than parsed truncated.
+    chunked = request.content_length is None and limit is not None
+    if chunked and len(request.get_data(cache=True)) >= limit:  # type: ignore[operator]
+        raise RequestEntityTooLarge()
     request.get_json()
 
 

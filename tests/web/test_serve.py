@@ -118,3 +118,30 @@ def test_the_demo_works_offline(tmp_path: Path) -> None:
     assert report["health"]["status"] == "ok" and report["health"]["database"]["model_version"]
     assert "inserted 300" in "\n".join(report["log"])
     assert (tmp_path / "demo" / "recengine.db").exists()  # the embedded default: SQLite
+
+
+def test_body_limit_holds_for_chunked_uploads_through_gunicorn(
+    settings: Settings, engine: Engine
+) -> None:
+    """No Content-Length to check up front: the limit must stop the stream as it is read."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    env = server_env(settings, RECENGINE_WEB__MAX_BODY_BYTES="5000")
+    with served(["serve", "--port", "0", "--workers", "1"], env) as server:
+        parts = urlsplit(server.url)
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        body = json.dumps(record(1, content="长" * 20_000)).encode()
+        chunks = (body[i : i + 1000] for i in range(0, len(body), 1000))
+        connection.request(
+            "POST",
+            "/api/v1/articles",
+            body=chunks,
+            encode_chunked=True,
+            headers={**AUTH, "Content-Type": "application/json"},
+        )
+        response = connection.getresponse()
+        assert response.status == 413
+        assert json.loads(response.read())["error"]["code"] == "too_large"
+        connection.close()
+        assert call(server.url, "GET", "/api/v1/articles/a1").status == 404
