@@ -141,17 +141,12 @@ class DuplicatesOut(_Out):
     members: list[DuplicateMember] = Field(description="The cluster, canonical first.")
 
 
-class FeedItem(_Out):
-    id: str
-    title: str
-    url: str | None
-    score: float
-    reasons: dict[str, Any]
-
-
 class FeedOut(_Out):
+    """A reader's feed: items as in related lists; what was left out as a near-duplicate."""
+
     user: str
-    items: list[FeedItem]
+    items: list[RelatedItem]
+    suppressed: list[SuppressedItem]
 
 
 # -- reader events ----------------------------------------------------------------------------
