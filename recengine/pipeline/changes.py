@@ -1,8 +1,6 @@
-"""Writes other than ingest: deleting an article, recording what readers read.
-
-Each is one transaction that starts with ``begin_write`` (so it takes the next change sequence
-number and is ordered with every other writer) and changes nothing when it raises.
-"""
+"""Recording what readers read: one transaction, started with ``begin_write`` (so it takes the
+next change sequence number and is ordered with every other writer), that changes nothing when
+it raises."""
 
 from __future__ import annotations
 
@@ -13,7 +11,7 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.errors import NotFound
-from recengine.storage.articles import find_existing, get_article, soft_delete
+from recengine.storage.articles import find_existing
 from recengine.storage.db import transaction
 from recengine.storage.reader_events import add_events
 from recengine.storage.state import begin_write
@@ -28,24 +26,6 @@ class ReadEvent:
     article: str
     kind: str = "read"
     at: datetime | None = None
-
-
-def delete_article(*, factory: sessionmaker[Session], external_id: str) -> int:
-    """Soft-delete a live article; returns the change sequence number of the deletion.
-
-    The row stays (``deleted_at`` set, ``seq`` bumped) so that every index following ``seq``
-    sees the deletion; reads treat it as gone, and ingesting the id again brings it back.
-
-    Raises:
-        NotFound: no live article has this id (nothing is changed).
-    """
-    with transaction(factory) as session:
-        state = begin_write(session=session)
-        article = get_article(session=session, external_id=external_id)
-        if article is None:
-            raise NotFound(f"article {external_id!r} does not exist")
-        soft_delete(session=session, article_id=article.id, seq=state.seq, now=datetime.now(UTC))
-    return state.seq
 
 
 def record_events(

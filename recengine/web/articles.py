@@ -5,10 +5,17 @@ from __future__ import annotations
 from functools import partial
 
 from recengine.errors import InvalidRecord, NotFound
-from recengine.pipeline.changes import delete_article
+from recengine.recommend.duplicates import duplicates_of
 from recengine.storage.articles import get_article
 from recengine.web.routing import Router, validated_body
-from recengine.web.schemas import ArticleOut, ArticleUpsert, Deleted, Models, UpsertResult
+from recengine.web.schemas import (
+    ArticleOut,
+    ArticleUpsert,
+    Deleted,
+    DuplicatesOut,
+    Models,
+    UpsertResult,
+)
 from recengine.web.services import services, session
 
 
@@ -54,9 +61,23 @@ def read(article_id: str) -> ArticleOut:
 
 
 def delete(article_id: str) -> Deleted:
-    """Delete the article: it leaves every result at once (storing it again brings it back)."""
-    delete_article(factory=services().factory, external_id=article_id)
+    """Delete the article: it leaves every result at once (storing it again brings it back).
+
+    Its near-duplicate cluster is updated in the same transaction (a new canonical is chosen
+    when it was the canonical).
+    """
+    services().ingester.delete([article_id])
     return Deleted(id=article_id)
+
+
+def duplicates(article_id: str) -> DuplicatesOut:
+    """The article's near-duplicate cluster, canonical first, each member judged against it.
+
+    Read from SQL (``cluster_members``), which ingest keeps current: every worker answers the
+    same from the moment a write commits.
+    """
+    found = duplicates_of(session=session(), external_id=article_id, criterion=services().criterion)
+    return DuplicatesOut.model_validate(found.as_dict())
 
 
 def init_app(router: Router, models: Models) -> None:
@@ -73,3 +94,11 @@ def init_app(router: Router, models: Models) -> None:
     )
     add(path, read, method="GET", write=False, ok=ArticleOut, errors=(NotFound,))
     add(path, delete, method="DELETE", write=True, ok=Deleted, errors=(NotFound,))
+    add(
+        f"{path}/duplicates",
+        duplicates,
+        method="GET",
+        write=False,
+        ok=DuplicatesOut,
+        errors=(NotFound,),
+    )

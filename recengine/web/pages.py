@@ -8,6 +8,7 @@ origin's script and style, so even a stored ``<script>`` could not run.
 from __future__ import annotations
 
 import re
+from itertools import islice
 from pathlib import Path
 
 from flask import current_app, jsonify, render_template, request
@@ -16,12 +17,13 @@ from pydantic import BaseModel, Field
 from spectree import SpecTree
 
 from recengine.errors import NotFound
-from recengine.storage.articles import get_article, latest_articles
+from recengine.recommend.duplicates import clusters, duplicates_of
+from recengine.storage.articles import get_article, latest_articles, titles_of
 from recengine.text.clean import clean
 from recengine.web.errors import status_of
 from recengine.web.routing import Router, validated_query
 from recengine.web.schemas import ExternalId
-from recengine.web.services import session
+from recengine.web.services import services, session
 
 SPEC = "recengine.spec"
 MAX_PARAGRAPHS = 80
@@ -39,8 +41,16 @@ def demo() -> ResponseReturnValue:
     query = validated_query(DemoQuery)
     current = session()
     latest = latest_articles(session=current, limit=LATEST)
-    wanted = query.article or (latest[0].external_id if latest else None)
+    clustered = [c["canonical"] for c in islice(clusters(session=current), LATEST)]
+    fallback = clustered[0] if clustered else (latest[0].external_id if latest else None)
+    wanted = query.article or fallback
     article = get_article(session=current, external_id=wanted) if wanted else None
+    found = (
+        duplicates_of(session=current, external_id=wanted, criterion=services().criterion)
+        if article is not None and wanted is not None
+        else None
+    )
+    shown = [d.id for d in found.duplicates] if found else []
     lines = clean(article.content).splitlines() if article else []
     page = render_template(
         "demo.html",
@@ -48,8 +58,9 @@ def demo() -> ResponseReturnValue:
         paragraphs=lines[:MAX_PARAGRAPHS],
         truncated=len(lines) > MAX_PARAGRAPHS,
         safe_url=article.url if article and article.url and _HTTP_URL.match(article.url) else None,
-        duplicates=None,
-        with_duplicates=[],
+        duplicates=found,
+        titles=titles_of(session=current, external_ids=[*clustered, *shown]),
+        with_duplicates=clustered,
         latest=latest,
     )
     if query.article and article is None:

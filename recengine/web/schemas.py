@@ -124,21 +124,25 @@ class RelatedOut(_Out):
     suppressed: list[SuppressedItem]
 
 
-class DuplicateMember(_Out):
+class Duplicate(_Out):
+    """Another article of the cluster, judged against the asked-for article."""
+
     id: str
-    title: str
-    url: str | None
-    canonical: bool
-    distance: int = Field(description="Hamming distance to the canonical article (0 for it).")
+    canonical: bool = Field(description="Whether it is the cluster's canonical article.")
+    distance: int = Field(description="Hamming distance of its fingerprint to the article's.")
+    score: float = Field(description="Cosine of the two TF-IDF vectors (the verification).")
+    shared_terms: list[str] = Field(description="The terms contributing most to that cosine.")
+    distance_to_canonical: int = Field(description="As stored in the cluster (0: canonical).")
 
 
 class DuplicatesOut(_Out):
+    """The article's near-duplicate cluster (the body of ``recengine duplicates --id``)."""
+
     article: str
     canonical: str = Field(
-        description="The cluster's canonical article (the article itself "
-        "when it has no duplicates)."
+        description="The cluster's canonical article (the article itself when it has none)."
     )
-    members: list[DuplicateMember] = Field(description="The cluster, canonical first.")
+    duplicates: list[Duplicate] = Field(description="The other members, canonical first.")
 
 
 class FeedOut(_Out):

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from flask import Flask, current_app, g
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
+from recengine.features.neardup import NearDupCriterion
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.text.tokenize import Tokenizer
@@ -34,6 +36,11 @@ class Services:
     tokenizer: Tokenizer | None = None
     _ingester: Ingester | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @cached_property
+    def criterion(self) -> NearDupCriterion:
+        """The near-duplicate verdict (Hamming radius + cosine) of these settings."""
+        return NearDupCriterion.from_settings(self.settings)
 
     @property
     def ingester(self) -> Ingester:

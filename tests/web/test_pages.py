@@ -90,6 +90,7 @@ CONTRACT = {
     ("post", "/api/v1/articles"),
     ("get", "/api/v1/articles/{article_id}"),
     ("delete", "/api/v1/articles/{article_id}"),
+    ("get", "/api/v1/articles/{article_id}/duplicates"),
     ("post", "/api/v1/users/{user}/events"),
     ("get", "/api/v1/health"),
     ("get", "/openapi.json"),

@@ -56,6 +56,7 @@ OPERATIONS = [
     ("POST", "/api/v1/articles"),
     ("GET", "/api/v1/articles/{article_id}"),
     ("DELETE", "/api/v1/articles/{article_id}"),
+    ("GET", "/api/v1/articles/{article_id}/duplicates"),
     ("POST", "/api/v1/users/{user}/events"),
     ("GET", "/"),
 ]
