@@ -18,9 +18,14 @@ import pytest
 from sqlalchemy import Engine
 
 from recengine.config import Settings
-from tests.factories import record
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.reindex import reindex
+from recengine.storage.db import make_session_factory
+from tests.factories import javaguide_records, record
 from tests.web.conftest import AUTH, KEY
 from tests.web.serving import Reply, call, served
+from tests.web.test_duplicates import repost
 
 # The delay recengine documents (web.refresh_seconds) is for in-memory indexes; plain reads go
 # to the database, so they must agree at once. The budget below only absorbs scheduling noise.
@@ -69,6 +74,27 @@ def test_a_write_through_one_worker_is_seen_by_every_worker(
         gone = from_every_worker(server.url, "/api/v1/articles/a1", 2, lambda r: r.status == 404)
         assert {r.json()["error"]["code"] for r in gone.values()} == {"not_found"}
     assert "(2 workers)" in "\n".join(server.log)
+
+
+def test_duplicates_written_through_any_worker_are_seen_by_every_worker(
+    settings: Settings, engine: Engine, featurizer: Featurizer, data_dir: Path
+) -> None:
+    factory = make_session_factory(engine)
+    records = javaguide_records(data_dir, 21)
+    Ingester(factory, featurizer).ingest_records(records[:20])
+    reindex(factory=factory, featurizer=featurizer)
+    args = ["serve", "--port", "0", "--workers", "2", "--threads", "2"]
+    with served(args, server_env(settings)) as server:
+        from_every_worker(server.url, "/api/v1/health", 2, lambda r: r.status == 200)
+        original = records[20]
+        copy = repost(original, "copy")
+        for body in (original, copy):  # new connections: may well land on different workers
+            assert call(server.url, "POST", "/api/v1/articles", body, AUTH).status == 200
+        path = f"/api/v1/articles/{original['id']}/duplicates"
+        seen = from_every_worker(
+            server.url, path, 2, lambda r: r.status == 200 and bool(r.json()["duplicates"])
+        )
+        assert {r.json()["duplicates"][0]["id"] for r in seen.values()} == {"copy"}
 
 
 def test_serve_refuses_a_database_without_schema(tmp_path: Path) -> None:
