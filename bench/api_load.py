@@ -1,9 +1,14 @@
 """HTTP load on the related endpoint: throughput, p50/p99 latency and errors under gunicorn.
 
-Data: the 2,529 real documents of ../shared/data (CSDN blogs, JavaGuide, CSL abstracts),
-resampled with replacement to ``--articles`` articles (100,000 by default; each real document
-appears ~40 times under different ids, so every article has exact duplicates to suppress),
-ingested and indexed into a SQLite database that is kept and reused (``--db``).
+Data (``--corpus``), kept in a SQLite database and reused (``--db``):
+
+* ``synthetic`` (default): ``--articles`` articles (100,000) drawn from the tokens of the 2,529
+  real documents of ../shared/data by ``bench.related_synthetic`` (the corpus of
+  ``bench.related_speed``: mixtures of real articles of one category, a vocabulary that grows
+  with the corpus), stored with their features as ingest + reindex would;
+* ``resampled``: the real documents themselves, resampled with replacement, ingested and
+  reindexed: every article then has ~40 exact copies at 100k, a stress case for suppression
+  that no real site looks like.
 
 For each ``--workers`` count, ``recengine serve`` runs as a real process (gthread workers) and an
 open-loop generator (bench/loadgen.py, same machine) sends ``--rate`` requests/s for
@@ -50,30 +55,47 @@ from recengine.web import create_app
 
 RESULTS = Path(__file__).with_name("results")
 URL_LINE = re.compile(r" on (http://\S+/) ")
+# bench.related_synthetic computes fingerprints from the top simhash_top_n terms and does not
+# take 0 (issue 3's "all terms"); a cap above any article's term count means the same. The
+# server gets the same settings (SERVER_ENV).
+SYNTHETIC_OVERRIDES: dict[str, Any] = {"features": {"simhash_top_n": 100_000}}
+SERVER_ENV = {"RECENGINE_FEATURES__SIMHASH_TOP_N": "100000"}
 ENDPOINTS = {
     "related": "/api/v1/articles/{id}/related?k=10",
     "article": "/api/v1/articles/{id}",
+    "duplicates": "/api/v1/articles/{id}/duplicates",
 }
 
 
-def build(settings: Settings, n: int) -> None:
-    """Ingest and index ``n`` resampled real articles, unless the database already has them."""
+def build(settings: Settings, db: Path, n: int, corpus: str) -> None:
+    """Store ``n`` articles of ``corpus`` with their features, unless ``db`` already has them."""
+    if db.exists():
+        engine = make_engine(settings.resolved_database_url)
+        with transaction(make_session_factory(engine)) as session:
+            have = count_live(session=session)
+        engine.dispose()
+        if have != n:
+            raise SystemExit(f"{db} holds {have} articles, not {n}: remove it")
+        print(f"reusing {db} ({n} articles)")
+        return
+    t0 = time.perf_counter()
+    if corpus == "synthetic":
+        from bench.related_synthetic import write_database  # issue 4's generator
+
+        write_database(db, settings, n)
+    else:
+        ingest_resampled(settings, n)
+    print(f"built {n} {corpus} articles in {time.perf_counter() - t0:.0f} s")
+
+
+def ingest_resampled(settings: Settings, n: int) -> None:
     engine = make_engine(settings.resolved_database_url)
     upgrade(engine)
     factory = make_session_factory(engine)
-    with transaction(factory) as session:
-        have = count_live(session=session)
-    if have == n:
-        print(f"reusing {settings.resolved_database_url} ({n} articles)")
-        return
-    if have:
-        raise SystemExit(f"{settings.resolved_database_url} holds {have} articles, not {n}")
-    t0 = time.perf_counter()
     featurizer = Featurizer(settings)
     records = (d.record() for d in resample(real_docs(), n))
     Ingester(factory, featurizer).ingest_records(records)
     reindex(factory=factory, featurizer=featurizer, batch_size=2_000)
-    print(f"built {n} articles in {time.perf_counter() - t0:.0f} s")
     engine.dispose()
 
 
@@ -88,7 +110,12 @@ def sample_ids(settings: Settings, count: int, seed: int) -> list[str]:
 @contextmanager
 def server(settings: Settings, workers: int, threads: int) -> Iterator[str]:
     """``recengine serve`` on a free port; yields its base URL."""
-    env = {**os.environ, "RECENGINE_DATABASE_URL": settings.resolved_database_url}
+    env = {
+        **os.environ,
+        **SERVER_ENV,
+        "RECENGINE_DATABASE_URL": settings.resolved_database_url,
+        "RECENGINE_DATA_DIR": str(settings.data_dir),
+    }
     command = [
         sys.executable,
         "-c",
@@ -141,53 +168,77 @@ def in_process(settings: Settings, paths: list[str]) -> dict[str, float]:
     return result.summary()
 
 
-def load(base: str, paths: list[str], args: argparse.Namespace) -> dict[str, float]:
-    loadgen.run(base, paths, rate=args.rate, seconds=args.warmup, seed=1)
-    return loadgen.run(base, paths, rate=args.rate, seconds=args.seconds, seed=2).summary()
+def load(base: str, paths: list[str], rate: float, args: argparse.Namespace) -> dict[str, float]:
+    common = {"rate": rate, "keepalive": args.keepalive}
+    loadgen.run(base, paths, seconds=args.warmup, seed=1, **common)
+    return loadgen.run(base, paths, seconds=args.seconds, seed=2, **common).summary()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--articles", type=int, default=100_000)
+    parser.add_argument("--corpus", choices=["synthetic", "resampled"], default="synthetic")
     parser.add_argument("--db", type=Path, default=None)
     parser.add_argument("--endpoint", choices=sorted(ENDPOINTS), default="related")
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--rate", type=float, default=200.0)
-    parser.add_argument("--seconds", type=float, default=30.0)
-    parser.add_argument("--warmup", type=float, default=5.0)
-    args = parser.parse_args()
-    db = args.db or RESULTS / f"api_load_{args.articles}.db"
-    settings = load_settings(
-        {"database_url": f"sqlite:///{db.resolve()}", "data_dir": str(db.parent)}
+    parser.add_argument(
+        "--rate", type=float, nargs="+", default=[200.0], help="offered rates (req/s) to run"
     )
-    build(settings, args.articles)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--warmup", type=float, default=10.0)
+    parser.add_argument(
+        "--keepalive", action="store_true", help="reuse 64 connections (default: one per request)"
+    )
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanups on kill
+    RESULTS.mkdir(exist_ok=True)
+    db = (args.db or RESULTS / f"api_load_{args.corpus}_{args.articles}.db").resolve()
+    settings = load_settings(
+        {"database_url": f"sqlite:///{db}", "data_dir": str(db.parent / f"{db.stem}.data")}
+        | SYNTHETIC_OVERRIDES
+    )
+    build(settings, db, args.articles, args.corpus)
     ids = sample_ids(settings, 2_000, seed=11)
     paths = [ENDPOINTS[args.endpoint].format(id=i) for i in ids]
-    rows: dict[str, Any] = {"in-process (test client, 1 thread)": in_process(settings, paths)}
+    print(HEADER)
+    rows: dict[str, Any] = {}
+    add(rows, "in-process (test client, 1 thread)", in_process(settings, paths))
     for workers in args.workers:
         with server(settings, workers, args.threads) as base:
-            rows[f"{args.endpoint}, {workers} workers"] = load(base, paths, args)
-            rows[f"health, {workers} workers"] = load(base, ["/api/v1/health"], args)
+            for rate in args.rate:
+                name = f"{args.endpoint}, {workers} workers, {rate:.0f}/s"
+                add(rows, name, load(base, paths, rate, args))
+            top = max(args.rate)
+            add(
+                rows,
+                f"health, {workers} workers, {top:.0f}/s",
+                load(base, ["/api/v1/health"], top, args),
+            )
     report(args, rows)
+
+
+HEADER = f"{'':40} {'rps':>7} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8} {'errors':>7}"
+
+
+def add(rows: dict[str, Any], name: str, r: dict[str, Any]) -> None:
+    rows[name] = r
+    print(
+        f"{name:40} {r['throughput_rps']:7.1f} {r['p50_ms']:8.2f} {r['p90_ms']:8.2f} "
+        f"{r['p99_ms']:8.2f} {r['max_ms']:8.1f} {r['errors']:7d}",
+        flush=True,
+    )
 
 
 def report(args: argparse.Namespace, rows: dict[str, Any]) -> None:
     load_avg = os.getloadavg()
     print(
-        f"\n{args.endpoint} at {args.rate:.0f} req/s for {args.seconds:.0f} s, "
-        f"{args.articles} articles; load average before: {load_avg[0]:.2f}"
+        f"{args.endpoint} for {args.seconds:.0f} s per rate, {args.articles} {args.corpus} "
+        f"articles, {'keep-alive' if args.keepalive else 'a connection per request'}; "
+        f"load average after: {load_avg[0]:.2f} {load_avg[1]:.2f} {load_avg[2]:.2f}"
     )
-    print(
-        f"{'':40} {'rps':>7} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8} {'errors':>7}"
-    )
-    for name, r in rows.items():
-        print(
-            f"{name:40} {r['throughput_rps']:7.1f} {r['p50_ms']:8.2f} {r['p90_ms']:8.2f} "
-            f"{r['p99_ms']:8.2f} {r['max_ms']:8.1f} {r['errors']:7d}"
-        )
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"api_load_{args.endpoint}_{args.articles}.json"
+    out = RESULTS / f"api_load_{args.endpoint}_{args.corpus}_{args.articles}.json"
     out.write_text(json.dumps({"args": vars(args) | {"db": str(args.db)}, "rows": rows}, indent=2))
 
 
