@@ -76,7 +76,12 @@ def duplicates(article_id: str) -> DuplicatesOut:
     Read from SQL (``cluster_members``), which ingest keeps current: every worker answers the
     same from the moment a write commits.
     """
-    found = duplicates_of(session=session(), external_id=article_id, criterion=services().criterion)
+    found = duplicates_of(
+        session=session(),
+        external_id=article_id,
+        criterion=services().criterion,
+        text=services().text,
+    )
     return DuplicatesOut.model_validate(found.as_dict())
 
 

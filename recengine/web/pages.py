@@ -46,7 +46,12 @@ def demo() -> ResponseReturnValue:
     wanted = query.article or fallback
     article = get_article(session=current, external_id=wanted) if wanted else None
     found = (
-        duplicates_of(session=current, external_id=wanted, criterion=services().criterion)
+        duplicates_of(
+            session=current,
+            external_id=wanted,
+            criterion=services().criterion,
+            text=services().text,
+        )
         if article is not None and wanted is not None
         else None
     )

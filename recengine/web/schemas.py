@@ -130,7 +130,10 @@ class Duplicate(_Out):
     id: str
     canonical: bool = Field(description="Whether it is the cluster's canonical article.")
     distance: int = Field(description="Hamming distance of its fingerprint to the article's.")
-    score: float = Field(description="Cosine of the two TF-IDF vectors (the verification).")
+    resemblance: float = Field(
+        description="Jaccard index of the two texts' character shingles (the verification)."
+    )
+    cosine: float = Field(description="Cosine of the two TF-IDF vectors.")
     shared_terms: list[str] = Field(description="The terms contributing most to that cosine.")
     distance_to_canonical: int = Field(description="As stored in the cluster (0: canonical).")
 

@@ -17,8 +17,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
 from recengine.features.neardup import NearDupCriterion
-from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.featurize import Featurizer, text_of
 from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.parallel import AnalysisPool
 from recengine.text.tokenize import Tokenizer
 from recengine.web.schemas import Models
 
@@ -49,8 +50,15 @@ class Services:
             with self._lock:
                 if self._ingester is None:
                     featurizer = Featurizer(self.settings, self.tokenizer)
-                    self._ingester = Ingester(self.factory, featurizer)
+                    # Requests tokenize in the worker itself: a process pool per gunicorn
+                    # worker would compete with the other workers for the same cores.
+                    pool = AnalysisPool(self.settings, workers=1, featurizer=featurizer)
+                    self._ingester = Ingester(self.factory, featurizer, pool=pool)
         return self._ingester
+
+    def text(self, title: str, content: str) -> str:
+        """``(title, content) -> text`` as features see it (no tokenizer needed)."""
+        return text_of(title, content, self.settings.features.strip_boilerplate)
 
 
 def init_app(app: Flask, services: Services) -> None:
