@@ -68,12 +68,14 @@ def host_app() -> Flask:
         from markupsafe import escape
 
         api = request.args["api"]
+        script = request.args.get("script", api)
+        k = escape(request.args.get("k", "5"))
         return (
             f"<!doctype html><html lang='en'><head><title>post {escape(article_id)}</title>"
             f"</head><body><h1>post</h1>"
-            f"<div id='slot' data-recengine-article='{escape(article_id)}'"
+            f"<div id='slot' data-recengine-article='{escape(article_id)}' data-recengine-k='{k}'"
             f" data-recengine-api='{escape(api)}' data-recengine-link='/post/{{id}}?api={api}'>"
-            f"</div><script src='{escape(api)}/widget.js'></script></body></html>"
+            f"</div><script src='{escape(script)}/widget.js'></script></body></html>"
         )
 
     return app
@@ -136,13 +138,7 @@ def test_widget_stays_hidden_when_the_api_is_down(browser: Browser, site: Site) 
     page = console.watch(browser.new_page())
     down = f"http://127.0.0.1:{closed_port()}"
     # the script itself comes from the live service; its API calls go to a closed port
-    page.goto(f"{site.host}/post/{site.ids[0]}?api={site.api}")
-    page.evaluate(
-        "(down) => { const s = document.getElementById('slot');"
-        " s.removeAttribute('data-recengine-state'); s.dataset.recengineApi = down;"
-        " window.recengineWidget.init(); }",
-        down,
-    )
+    page.goto(f"{site.host}/post/{site.ids[0]}?api={down}&script={site.api}")
     settle(page)
     slot = page.locator("#slot")
     assert slot.get_attribute("data-recengine-state") == "failed"
