@@ -15,6 +15,7 @@ from flask import current_app, jsonify, render_template, request
 from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, Field
 from spectree import SpecTree
+from sqlalchemy.orm import Session
 
 from recengine.errors import NotFound
 from recengine.recommend.duplicates import clusters, duplicates_of
@@ -41,9 +42,8 @@ def demo() -> ResponseReturnValue:
     query = validated_query(DemoQuery)
     current = session()
     latest = latest_articles(session=current, limit=LATEST)
-    clustered = [c["canonical"] for c in islice(clusters(session=current), LATEST)]
-    fallback = clustered[0] if clustered else (latest[0].external_id if latest else None)
-    wanted = query.article or fallback
+    clustered, biggest = _clustered(current)
+    wanted = query.article or biggest or (latest[0].external_id if latest else None)
     article = get_article(session=current, external_id=wanted) if wanted else None
     found = (
         duplicates_of(
@@ -71,6 +71,13 @@ def demo() -> ResponseReturnValue:
     if query.article and article is None:
         return page, status_of(NotFound)
     return page
+
+
+def _clustered(current: Session) -> tuple[list[str], str | None]:
+    """Canonical ids of the first clusters, and the one with most copies (the default page)."""
+    found = list(islice(clusters(session=current), LATEST))
+    biggest = max(found, key=lambda c: len(c["members"]), default=None)
+    return [c["canonical"] for c in found], biggest["canonical"] if biggest else None
 
 
 def widget() -> ResponseReturnValue:
