@@ -14,12 +14,20 @@ A bad value raises :class:`recengine.errors.ConfigError` naming the setting.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -100,6 +108,42 @@ class SparkSettings(_Section):
     driver_memory: str = "2g"
 
 
+class WebSettings(_Section):
+    """The HTTP service: server, limits, access. Documented in ``config/defaults.toml``."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    workers: int = Field(default=2, ge=1, le=64)
+    threads: int = Field(default=4, ge=1, le=64)
+    timeout_seconds: int = Field(default=30, ge=1, le=3600)
+    public_reads: bool = True
+    cors_origins: tuple[str, ...] = ()
+    max_body_bytes: int = Field(default=16_000_000, ge=1_000)
+    max_batch: int = Field(default=500, ge=1, le=100_000)
+    max_events: int = Field(default=1_000, ge=1, le=100_000)
+    default_k: int = Field(default=10, ge=1, le=1_000)
+    max_k: int = Field(default=100, ge=1, le=1_000)
+    feed_default_k: int = Field(default=20, ge=1, le=1_000)
+    max_offset: int = Field(default=1_000, ge=0, le=100_000)
+    refresh_seconds: float = Field(default=1.0, ge=0.0, le=3600.0)
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for origin in value:
+            if origin != "*" and not re.fullmatch(r"https?://[^/\s]+", origin):
+                raise ValueError(
+                    f"{origin!r} is not an origin: give scheme://host[:port] with no path, or *"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _k_bounds(self) -> WebSettings:
+        if self.default_k > self.max_k or self.feed_default_k > self.max_k:
+            raise ValueError("default_k and feed_default_k must not exceed max_k")
+        return self
+
+
 class Settings(BaseSettings):
     """Every setting of a deployment. Frozen: build a new one with ``model_copy(update=...)``."""
 
@@ -120,6 +164,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = IngestSettings()
     reindex: ReindexSettings = ReindexSettings()
     spark: SparkSettings = SparkSettings()
+    web: WebSettings = WebSettings()
 
     @field_validator("database_url")
     @classmethod

@@ -3,6 +3,7 @@
 #                   exports RECENGINE_TEST_POSTGRES_URL.
 #   ensure_java:    a Java runtime for the Spark tests (Debian's openjdk-17-jre-headless when
 #                   `java` is missing; PySpark 4 needs Java 17 or newer).
+#   ensure_chromium: see below.
 
 _as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -50,4 +51,18 @@ ensure_java() {
   echo "installing Java 17 for Spark (Debian package openjdk-17-jre-headless)" >&2
   _apt_install openjdk-17-jre-headless
   command -v java >/dev/null || { echo "java still missing after the install" >&2; return 1; }
+}
+
+#   ensure_chromium: Debian's chromium for the browser tests (Playwright drives the system
+#                    browser; nothing is downloaded at test time); exports RECENGINE_CHROMIUM.
+ensure_chromium() {
+  local path=${RECENGINE_CHROMIUM:-}
+  if [ -z "$path" ]; then path=$(command -v chromium || command -v chromium-browser || true); fi
+  if [ -z "$path" ]; then
+    echo "installing Chromium (Debian package)" >&2
+    _apt_install chromium
+    path=$(command -v chromium)
+  fi
+  export RECENGINE_CHROMIUM="$path"
+  echo "Chromium: $RECENGINE_CHROMIUM" >&2
 }

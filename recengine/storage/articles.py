@@ -154,3 +154,27 @@ def count_changed(*, session: Session, after_seq: int) -> int:
 def ids_changed_since(*, session: Session, after_seq: int) -> list[int]:
     """Ids of articles (deleted ones included) whose last change is newer than ``after_seq``."""
     return list(session.scalars(select(Article.id).where(Article.seq > after_seq)))
+
+
+def latest_articles(*, session: Session, limit: int) -> Sequence[Row[str, str]]:
+    """``(external_id, title)`` of the most recently stored live articles, newest first."""
+    return session.execute(
+        select(Article.external_id, Article.title)
+        .where(Article.deleted_at.is_(None))
+        .order_by(Article.id.desc())
+        .limit(limit)
+    ).all()
+
+
+def titles_of(*, session: Session, external_ids: Sequence[str]) -> dict[str, str]:
+    """Titles of the live articles among ``external_ids``, by caller id."""
+    found: dict[str, str] = {}
+    for start in range(0, len(external_ids), IN_CHUNK):
+        rows = session.execute(
+            select(Article.external_id, Article.title).where(
+                Article.external_id.in_(external_ids[start : start + IN_CHUNK]),
+                Article.deleted_at.is_(None),
+            )
+        )
+        found.update({r.external_id: r.title for r in rows})
+    return found

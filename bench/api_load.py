@@ -1,0 +1,246 @@
+"""HTTP load on the related endpoint: throughput, p50/p99 latency and errors under gunicorn.
+
+Data (``--corpus``), kept in a SQLite database and reused (``--db``):
+
+* ``synthetic`` (default): ``--articles`` articles (100,000) drawn from the tokens of the 2,529
+  real documents of ../shared/data by ``bench.related_synthetic`` (the corpus of
+  ``bench.related_speed``: mixtures of real articles of one category, a vocabulary that grows
+  with the corpus), stored with their features as ingest + reindex would;
+* ``resampled``: the real documents themselves, resampled with replacement, ingested and
+  reindexed: every article then has ~40 exact copies at 100k, a stress case for suppression
+  that no real site looks like.
+
+For each ``--workers`` count, ``recengine serve`` runs as a real process (gthread workers) and an
+open-loop generator (bench/loadgen.py, same machine) sends ``--rate`` requests/s for
+``--seconds`` to random articles, after a warm-up. Side by side, in the same run:
+
+* ``/api/v1/health`` at the same rate through the same server: the HTTP + gunicorn floor;
+* the same requests through Flask's test client in this process, one at a time: the cost of
+  the application alone, without sockets or workers.
+
+Usage::
+
+    python -m bench.api_load [--articles 100000] [--workers 2 4] [--rate 200] [--seconds 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from bench import loadgen
+from bench.corpus import real_docs, resample
+from recengine.config import Settings, load_settings
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.reindex import reindex
+from recengine.storage.articles import count_live
+from recengine.storage.db import make_engine, make_session_factory, transaction
+from recengine.storage.migrate import upgrade
+from recengine.storage.models import Article
+from recengine.web import create_app
+
+RESULTS = Path(__file__).with_name("results")
+URL_LINE = re.compile(r" on (http://\S+/) ")
+# bench.related_synthetic computes fingerprints from the top simhash_top_n terms and does not
+# take 0 (issue 3's "all terms"); a cap above any article's term count means the same. The
+# server gets the same settings (SERVER_ENV).
+SYNTHETIC_OVERRIDES: dict[str, Any] = {"features": {"simhash_top_n": 100_000}}
+SERVER_ENV = {"RECENGINE_FEATURES__SIMHASH_TOP_N": "100000"}
+ENDPOINTS = {
+    "related": "/api/v1/articles/{id}/related?k=10",
+    "article": "/api/v1/articles/{id}",
+    "duplicates": "/api/v1/articles/{id}/duplicates",
+}
+
+
+def build(settings: Settings, db: Path, n: int, corpus: str) -> None:
+    """Store ``n`` articles of ``corpus`` with their features, unless ``db`` already has them."""
+    if db.exists():
+        engine = make_engine(settings.resolved_database_url)
+        with transaction(make_session_factory(engine)) as session:
+            have = count_live(session=session)
+        engine.dispose()
+        if have != n:
+            raise SystemExit(f"{db} holds {have} articles, not {n}: remove it")
+        print(f"reusing {db} ({n} articles)")
+        return
+    t0 = time.perf_counter()
+    if corpus == "synthetic":
+        from bench.related_synthetic import write_database  # issue 4's generator
+
+        write_database(db, settings, n)
+    else:
+        ingest_resampled(settings, n)
+    print(f"built {n} {corpus} articles in {time.perf_counter() - t0:.0f} s")
+
+
+def ingest_resampled(settings: Settings, n: int) -> None:
+    engine = make_engine(settings.resolved_database_url)
+    upgrade(engine)
+    factory = make_session_factory(engine)
+    featurizer = Featurizer(settings)
+    records = (d.record() for d in resample(real_docs(), n))
+    Ingester(factory, featurizer).ingest_records(records)
+    reindex(factory=factory, featurizer=featurizer, batch_size=2_000)
+    engine.dispose()
+
+
+def sample_ids(settings: Settings, count: int, seed: int) -> list[str]:
+    engine = make_engine(settings.resolved_database_url)
+    with make_session_factory(engine)() as session:
+        ids = list(session.scalars(select(Article.external_id).where(Article.deleted_at.is_(None))))
+    engine.dispose()
+    return random.Random(seed).sample(ids, min(count, len(ids)))
+
+
+@contextmanager
+def server(settings: Settings, workers: int, threads: int) -> Iterator[str]:
+    """``recengine serve`` on a free port; yields its base URL."""
+    env = {
+        **os.environ,
+        **SERVER_ENV,
+        "RECENGINE_DATABASE_URL": settings.resolved_database_url,
+        "RECENGINE_DATA_DIR": str(settings.data_dir),
+    }
+    command = [
+        sys.executable,
+        "-c",
+        "from recengine.cli import main; main()",
+        "serve",
+        "--port",
+        "0",
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+    ]
+    process = subprocess.Popen(
+        command,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if match := URL_LINE.search(line):
+                yield match.group(1).rstrip("/")
+                break
+        else:
+            raise SystemExit("the server did not start")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def in_process(settings: Settings, paths: list[str]) -> dict[str, float]:
+    """The same requests through Flask's test client: the application's own cost."""
+    client = create_app(settings).test_client()
+    for path in paths[:50]:
+        client.get(path)  # warm caches, load models and indexes
+    timings = []
+    result = loadgen.Result(scheduled=len(paths))
+    for path in paths:
+        t0 = time.perf_counter()
+        status = client.get(path).status_code
+        timings.append(time.perf_counter() - t0)
+        result.statuses[status] = result.statuses.get(status, 0) + 1
+    result.latencies, result.duration = timings, sum(timings)
+    return result.summary()
+
+
+def load(base: str, paths: list[str], rate: float, args: argparse.Namespace) -> dict[str, float]:
+    common = {"rate": rate, "keepalive": args.keepalive}
+    loadgen.run(base, paths, seconds=args.warmup, seed=1, **common)
+    return loadgen.run(base, paths, seconds=args.seconds, seed=2, **common).summary()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--articles", type=int, default=100_000)
+    parser.add_argument("--corpus", choices=["synthetic", "resampled"], default="synthetic")
+    parser.add_argument("--db", type=Path, default=None)
+    parser.add_argument("--endpoint", choices=sorted(ENDPOINTS), default="related")
+    parser.add_argument("--workers", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument(
+        "--rate", type=float, nargs="+", default=[200.0], help="offered rates (req/s) to run"
+    )
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--warmup", type=float, default=10.0)
+    parser.add_argument(
+        "--keepalive", action="store_true", help="reuse 64 connections (default: one per request)"
+    )
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanups on kill
+    RESULTS.mkdir(exist_ok=True)
+    db = (args.db or RESULTS / f"api_load_{args.corpus}_{args.articles}.db").resolve()
+    settings = load_settings(
+        {"database_url": f"sqlite:///{db}", "data_dir": str(db.parent / f"{db.stem}.data")}
+        | SYNTHETIC_OVERRIDES
+    )
+    build(settings, db, args.articles, args.corpus)
+    ids = sample_ids(settings, 2_000, seed=11)
+    paths = [ENDPOINTS[args.endpoint].format(id=i) for i in ids]
+    print(HEADER)
+    rows: dict[str, Any] = {}
+    add(rows, "in-process (test client, 1 thread)", in_process(settings, paths))
+    for workers in args.workers:
+        with server(settings, workers, args.threads) as base:
+            for rate in args.rate:
+                name = f"{args.endpoint}, {workers} workers, {rate:.0f}/s"
+                add(rows, name, load(base, paths, rate, args))
+            top = max(args.rate)
+            add(
+                rows,
+                f"health, {workers} workers, {top:.0f}/s",
+                load(base, ["/api/v1/health"], top, args),
+            )
+    report(args, rows)
+
+
+HEADER = f"{'':40} {'rps':>7} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8} {'errors':>7}"
+
+
+def add(rows: dict[str, Any], name: str, r: dict[str, Any]) -> None:
+    rows[name] = r
+    print(
+        f"{name:40} {r['throughput_rps']:7.1f} {r['p50_ms']:8.2f} {r['p90_ms']:8.2f} "
+        f"{r['p99_ms']:8.2f} {r['max_ms']:8.1f} {r['errors']:7d}",
+        flush=True,
+    )
+
+
+def report(args: argparse.Namespace, rows: dict[str, Any]) -> None:
+    load_avg = os.getloadavg()
+    print(
+        f"{args.endpoint} for {args.seconds:.0f} s per rate, {args.articles} {args.corpus} "
+        f"articles, {'keep-alive' if args.keepalive else 'a connection per request'}; "
+        f"load average after: {load_avg[0]:.2f} {load_avg[1]:.2f} {load_avg[2]:.2f}"
+    )
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / f"api_load_{args.endpoint}_{args.corpus}_{args.articles}.json"
+    out.write_text(json.dumps({"args": vars(args) | {"db": str(args.db)}, "rows": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""``recengine serve``: the HTTP API, widget and demo page under gunicorn, several workers.
+
+gunicorn's master process binds the socket and forks ``--workers`` processes; each builds its
+own app with ``recengine.web:create_app(settings)`` (named by string: ``cli`` and ``web`` are
+separate edges and never import each other) and serves with ``--threads`` threads ("gthread"
+workers: keep-alive connections, and one slow client does not hold a whole process). Every
+worker reads the same database, so a write through one is visible to all (see
+``web.refresh_seconds`` for the in-memory indexes).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import click
+from gunicorn.app.base import BaseApplication
+
+from recengine.cli.context import CliContext
+from recengine.config import Settings
+from recengine.storage.migrate import check_schema
+
+APP_FACTORY = "recengine.web:create_app"
+
+
+class Server(BaseApplication):  # type: ignore[misc]
+    """gunicorn, configured from arguments instead of its command line."""
+
+    def __init__(self, settings: Settings, options: dict[str, Any]) -> None:
+        self.settings = settings
+        self.options = options
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self.options.items():
+            self.cfg.set(key, value)
+        if "control_socket_disable" in self.cfg.settings:
+            # gunicorn >= 25 opens a control socket in $HOME by default; one per user, so two
+            # servers (or a test run next to a demo) would fight over it. Nothing here uses it.
+            self.cfg.set("control_socket_disable", True)
+
+    def load(self) -> Any:
+        module, name = APP_FACTORY.split(":")
+        factory: Callable[[Settings], Any] = getattr(importlib.import_module(module), name)
+        return factory(self.settings)
+
+
+def run(ctx: CliContext, announce: str = "serving") -> None:
+    """Check the schema, then run gunicorn in the foreground until interrupted.
+
+    Raises:
+        SchemaOutOfDate: before any worker starts, so the message is one line, not a crash loop.
+    """
+    check_schema(ctx.engine)
+    ctx.engine.dispose()  # workers are forked: none may inherit an open connection
+    web = ctx.settings.web
+
+    def when_ready(server: Any) -> None:
+        for listener in server.LISTENERS:
+            host, port = listener.getsockname()[:2]
+            click.echo(f"{announce} on http://{_display(host)}:{port}/ ({web.workers} workers)")
+            click.echo("press Ctrl-C to stop")
+
+    options = {
+        "bind": [f"{_bind_host(web.host)}:{web.port}"],
+        "workers": web.workers,
+        "threads": web.threads,
+        "worker_class": "gthread",
+        "timeout": web.timeout_seconds,
+        "graceful_timeout": 10,
+        "keepalive": 5,
+        "when_ready": when_ready,
+        "proc_name": "recengine",
+    }
+    Server(ctx.settings, options).run()
+
+
+def _bind_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _display(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def with_server_options(settings_of: Callable[..., Any]) -> Callable[..., Any]:
+    """--host, --port, --workers, --threads; each overrides the setting of the same name."""
+    for option in reversed(
+        (
+            click.option("--host", default=None, help="Address to listen on [web.host]."),
+            click.option(
+                "--port",
+                type=click.IntRange(0, 65535),
+                default=None,
+                help="Port [web.port]; 0 picks a free one.",
+            ),
+            click.option(
+                "--workers",
+                type=click.IntRange(1, 64),
+                default=None,
+                help="Worker processes [web.workers].",
+            ),
+            click.option(
+                "--threads",
+                type=click.IntRange(1, 64),
+                default=None,
+                help="Threads per worker [web.threads].",
+            ),
+        )
+    ):
+        settings_of = option(settings_of)
+    return settings_of
+
+
+def server_settings(settings: Settings, **given: Any) -> Settings:
+    """``settings`` with the --host/--port/--workers/--threads given on the command line."""
+    update = {k: v for k, v in given.items() if v is not None}
+    return settings.model_copy(update={"web": settings.web.model_copy(update=update)})
+
+
+@click.command()
+@with_server_options
+@click.pass_obj
+def serve(ctx: CliContext, /, **server: Any) -> None:
+    """Serve the HTTP API, /widget.js and the demo page with gunicorn."""
+    run(CliContext(server_settings(ctx.settings, **server)))

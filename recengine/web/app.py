@@ -1,0 +1,118 @@
+"""The application factory: settings in, a wired Flask app out.
+
+``create_app(settings)`` builds everything a worker needs (database engine, request models
+with this deployment's limits, the OpenAPI generator, error handlers, CORS) and nothing happens
+at import time. gunicorn calls it once per worker (``recengine serve``, or
+``gunicorn 'recengine.web:create_app()'``, which reads settings from the environment).
+"""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import PackageNotFoundError, version
+
+from flask import Flask, Response, request
+from flask_cors import CORS
+from spectree import SecurityScheme, SecuritySchemeData, SpecTree
+from spectree.models import SecureType
+
+from recengine.config import Settings, load_settings
+from recengine.storage.db import make_engine, make_session_factory
+from recengine.storage.migrate import check_schema
+from recengine.text.tokenize import Tokenizer
+from recengine.web import articles, errors, health, pages, users
+from recengine.web.auth import ApiJSONProvider, ApiRequest
+from recengine.web.routing import ApiPlugin, Router
+from recengine.web.schemas import ErrorBody, build_models
+from recengine.web.services import Services
+from recengine.web.services import init_app as init_services
+
+# Pages: only this origin's scripts, styles and API; no inline script, no plugins, no framing
+# by other sites. Stored text is escaped anyway; this is the second line of defence.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'self'"
+)
+
+
+def create_app(settings: Settings | None = None, *, tokenizer: Tokenizer | None = None) -> Flask:
+    """Build the service for ``settings`` (read from files and environment when omitted).
+
+    Args:
+        settings: every setting; tests pass their own.
+        tokenizer: an already loaded tokenizer to share (else loaded on the first write).
+
+    Raises:
+        SchemaOutOfDate: the database has no schema or an old one (run `recengine db upgrade`).
+    """
+    settings = settings or load_settings()
+    app = Flask(__name__)
+    app.request_class = ApiRequest
+    app.json = ApiJSONProvider(app)
+    app.config["MAX_CONTENT_LENGTH"] = settings.web.max_body_bytes
+    engine = make_engine(settings.resolved_database_url)
+    check_schema(engine)
+    models = build_models(settings.web)
+    init_services(app, Services(settings, engine, make_session_factory(engine), models, tokenizer))
+    errors.init_app(app)
+    router = Router(app, _spec(), settings)
+    articles.init_app(router, models)
+    users.init_app(router, models)
+    health.init_app(router)
+    pages.init_app(router)
+    app.after_request(_headers)
+    if settings.web.cors_origins:
+        CORS(
+            app,
+            resources={r"/api/*": {"origins": list(settings.web.cors_origins)}},
+            allow_headers=["Authorization", "Content-Type"],
+            max_age=600,
+        )
+        app.after_request(_vary_on_origin)
+    return app
+
+
+def _spec() -> SpecTree:
+    return SpecTree(
+        "flask",
+        backend=ApiPlugin,
+        title="recengine",
+        version=_version(),
+        description="Related articles without near-duplicates, for article sites.",
+        page_templates={},  # no documentation UI: it would load scripts from a CDN
+        annotations=False,  # views read validated input with routing.validated_body/query
+        security_schemes=[
+            SecurityScheme(
+                name="bearer", data=SecuritySchemeData(type=SecureType.HTTP, scheme="bearer")
+            )
+        ],
+        validation_error_status=errors.status_of(errors.InvalidRequest),
+        validation_error_model=ErrorBody,
+        before=errors.validation_hook,
+        after=errors.response_hook,
+        naming_strategy=lambda model: model.__name__,
+        nested_naming_strategy=lambda _parent, child: child,
+    )
+
+
+def _version() -> str:
+    try:
+        return version("recengine")
+    except PackageNotFoundError:
+        return "0"
+
+
+def _vary_on_origin(response: Response) -> Response:
+    """API answers differ by Origin (CORS headers or none): shared caches must keep them apart."""
+    if request.path.startswith("/api/"):
+        response.vary.add("Origin")
+    return response
+
+
+def _headers(response: Response) -> Response:
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["X-Recengine-Worker"] = str(os.getpid())
+    if response.mimetype == "text/html":
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["Referrer-Policy"] = "same-origin"
+    return response

@@ -1,0 +1,109 @@
+"""``/api/v1/articles``: upsert (one or a batch, atomic), read, delete."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from recengine.errors import InvalidRecord, NotFound
+from recengine.recommend.duplicates import duplicates_of
+from recengine.storage.articles import get_article
+from recengine.web.routing import Router, validated_body
+from recengine.web.schemas import (
+    ArticleOut,
+    ArticleUpsert,
+    Deleted,
+    DuplicatesOut,
+    Models,
+    UpsertResult,
+)
+from recengine.web.services import services, session
+
+
+def upsert() -> UpsertResult:
+    """Store one article or a batch of articles (by id), all or nothing.
+
+    An identical record changes nothing ("unchanged"). A batch is one transaction: either every
+    record is stored or, on any error, none is. Within a batch the last record of an id wins.
+    New and changed articles are vectorised and fingerprinted at once (with the active model).
+    """
+    ingester = services().ingester
+    body = validated_body(ArticleUpsert)
+    records = [r.with_timezone(ingester.zone) for r in body.records()]
+    summary = ingester.upsert_atomic(records)
+    return UpsertResult(
+        read=summary.read,
+        inserted=summary.inserted,
+        updated=summary.updated,
+        unchanged=summary.unchanged,
+        superseded=summary.superseded,
+        features_pending=summary.features_pending,
+        ids=list(dict.fromkeys(r.id for r in records)),
+    )
+
+
+def read(article_id: str) -> ArticleOut:
+    """The stored article."""
+    article = get_article(session=session(), external_id=article_id)
+    if article is None:
+        raise NotFound(f"article {article_id!r} does not exist")
+    return ArticleOut(
+        id=article.external_id,
+        title=article.title,
+        content=article.content,
+        url=article.url,
+        tags=list(article.tags),
+        category=article.category,
+        author=article.author,
+        published_at=article.published_at,
+        created_at=article.created_at,
+        updated_at=article.updated_at,
+    )
+
+
+def delete(article_id: str) -> Deleted:
+    """Delete the article: it leaves every result at once (storing it again brings it back).
+
+    Its near-duplicate cluster is updated in the same transaction (a new canonical is chosen
+    when it was the canonical).
+    """
+    services().ingester.delete([article_id])
+    return Deleted(id=article_id)
+
+
+def duplicates(article_id: str) -> DuplicatesOut:
+    """The article's near-duplicate cluster, canonical first, each member judged against it.
+
+    Read from SQL (``cluster_members``), which ingest keeps current: every worker answers the
+    same from the moment a write commits.
+    """
+    found = duplicates_of(
+        session=session(),
+        external_id=article_id,
+        criterion=services().criterion,
+        text=services().text,
+    )
+    return DuplicatesOut.model_validate(found.as_dict())
+
+
+def init_app(router: Router, models: Models) -> None:
+    path = "/api/v1/articles/<path:article_id>"
+    add = partial(router.add, tag="articles")
+    add(
+        "/api/v1/articles",
+        upsert,
+        method="POST",
+        write=True,
+        ok=UpsertResult,
+        json=models.article_upsert,
+        errors=(InvalidRecord,),
+    )
+    add(path, read, method="GET", write=False, ok=ArticleOut, errors=(NotFound,))
+    add(path, delete, method="DELETE", write=True, ok=Deleted, errors=(NotFound,))
+    add(
+        f"{path}/duplicates",
+        duplicates,
+        method="GET",
+        write=False,
+        ok=DuplicatesOut,
+        errors=(NotFound,),
+    )

@@ -1,0 +1,136 @@
+"""API keys: ``Authorization: Bearer <key>`` on writes (and on reads when they are not public).
+
+The key is ``api_key`` in settings (``RECENGINE_API_KEY``). It is compared in constant time
+(``hmac.compare_digest``), so response timing does not reveal how much of a guess was right.
+With no key configured, writes are refused unless ``allow_open_writes`` is set (the demo does).
+
+:func:`guarded` wraps a view: the key is checked first, then the JSON body is parsed, and only
+then does schema validation run, so an unauthenticated client learns nothing about the schema
+and a malformed body gets ``invalid_json`` rather than a misleading field error.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+from flask import Request, request
+from flask.json.provider import DefaultJSONProvider
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from recengine.config import Settings
+from recengine.web.errors import AccessDenied, AuthRequired, InvalidJson, WritesDisabled
+from recengine.web.services import services
+
+F = TypeVar("F", bound=Callable[..., Any])
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def check_key(settings: Settings, authorization: str | None, *, write: bool) -> None:
+    """Decide whether a request may go on.
+
+    Raises:
+        WritesDisabled: no key is configured and the request needs one.
+        AuthRequired: the request needs the key and sent none.
+        AccessDenied: the key sent is not the configured key.
+    """
+    if not write and settings.web.public_reads:
+        return
+    key = settings.api_key
+    if not key:
+        if write and settings.allow_open_writes:
+            return
+        what = "writes" if write else "reads"
+        raise WritesDisabled(
+            f"{what} need an API key and none is configured: set RECENGINE_API_KEY"
+        )
+    sent = _bearer(authorization)
+    if sent is None:
+        raise AuthRequired("this endpoint needs the header Authorization: Bearer <API key>")
+    if not hmac.compare_digest(sent.encode("utf-8"), key.encode("utf-8")):
+        raise AccessDenied("the API key is not valid")
+
+
+def security(settings: Settings, *, write: bool) -> dict[str, list[str]]:
+    """The OpenAPI security requirement of an operation under these settings ({} = none)."""
+    if write:
+        needed = bool(settings.api_key) or not settings.allow_open_writes
+    else:
+        needed = not settings.web.public_reads
+    return {"bearer": []} if needed else {}
+
+
+def _bearer(authorization: str | None) -> str | None:
+    if not authorization:
+        return None
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        return None
+    return token
+
+
+def guarded(*, write: bool) -> Callable[[F], F]:
+    """Check the API key, then parse a JSON body, before the wrapped (validating) view runs."""
+
+    def decorate(view: F) -> F:
+        @wraps(view)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            check_key(services().settings, request.headers.get("Authorization"), write=write)
+            if request.method in BODY_METHODS:
+                _parse_json()
+            return view(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def _parse_json() -> None:
+    """Parse (and cache) the body: 413 when too large, 415 when not JSON, else invalid_json."""
+    limit = request.max_content_length
+    # A chunked body has no length to check up front, and werkzeug's limited stream returns
+    # the first `limit` bytes without complaint: a body that fills the limit is taken as over
+    # it, rather than parsed truncated.
+    chunked = request.content_length is None and limit is not None
+    if chunked and len(request.get_data(cache=True)) >= limit:  # type: ignore[operator]
+        raise RequestEntityTooLarge()
+    request.get_json()
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+class ApiJSONProvider(DefaultJSONProvider):
+    """Flask's JSON, writing UTF-8 as is, and refusing text that is not Unicode.
+
+    JSON can escape half of a UTF-16 surrogate pair (``"\\ud800"``); such a string is not text,
+    cannot be stored in UTF-8 by either database, and is refused as invalid JSON (a whole pair,
+    as emoji are sent by some encoders, is fine).
+    """
+
+    ensure_ascii = False
+    sort_keys = False
+
+    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
+        value = super().loads(s, **kwargs)
+        raw = s.encode("utf-8", "surrogatepass") if isinstance(s, str) else s
+        if _SURROGATE_ESCAPE.search(raw):
+            try:
+                json.dumps(value, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError("unpaired UTF-16 surrogate escape (\\ud800-\\udfff)") from None
+        return value
+
+
+class ApiRequest(Request):
+    """Flask's request, with a JSON error that says where the body went wrong."""
+
+    def on_json_loading_failed(self, e: ValueError | None) -> Any:
+        if e is None:  # not a JSON content type: Flask's 415
+            return super().on_json_loading_failed(e)
+        raise InvalidJson(f"the body is not valid JSON: {e}")

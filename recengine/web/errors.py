@@ -1,0 +1,215 @@
+"""The only place that knows HTTP status codes: domain errors -> JSON error responses.
+
+Every error a client sees is ``{"error": {"code": "...", "message": "..."}}`` with a 4xx/5xx
+status. Domain errors (``recengine.errors``) and the edge's own errors below carry a stable
+``code``; :data:`STATUS` maps them to statuses. Anything unexpected becomes a 500 whose body says
+"internal error" and nothing more: the traceback goes to the log, never to the client, and the
+request's database session is rolled back.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from flask import Flask, Request, current_app, jsonify
+from flask import Response as FlaskResponse
+from flask.typing import ResponseReturnValue
+from pydantic import ValidationError
+from spectree import Response
+from sqlalchemy.exc import OperationalError
+from werkzeug.exceptions import HTTPException
+
+from recengine.errors import (
+    ConfigError,
+    InvalidRecord,
+    ModelMissing,
+    NotFound,
+    RecengineError,
+    SchemaOutOfDate,
+)
+from recengine.web.schemas import ErrorBody
+from recengine.web.services import discard_session
+
+log = logging.getLogger(__name__)
+
+OK = 200
+
+
+class InvalidRequest(RecengineError):
+    """The body, query or path does not match the published schema."""
+
+    code = "invalid_request"
+
+
+class InvalidJson(RecengineError):
+    """The body is not valid JSON."""
+
+    code = "invalid_json"
+
+
+class AuthRequired(RecengineError):
+    """No API key was sent where one is needed."""
+
+    code = "unauthorized"
+
+
+class AccessDenied(RecengineError):
+    """The API key sent is wrong."""
+
+    code = "forbidden"
+
+
+class WritesDisabled(RecengineError):
+    """No API key is configured and open writes are not allowed: every write is refused."""
+
+    code = "writes_disabled"
+
+
+class Unavailable(RecengineError):
+    """The database cannot be reached."""
+
+    code = "unavailable"
+
+
+STATUS: dict[type[RecengineError], int] = {
+    InvalidJson: 400,
+    AuthRequired: 401,
+    AccessDenied: 403,
+    WritesDisabled: 403,
+    NotFound: 404,
+    InvalidRecord: 422,
+    InvalidRequest: 422,
+    ConfigError: 500,
+    ModelMissing: 503,
+    SchemaOutOfDate: 503,
+    Unavailable: 503,
+}
+
+# Werkzeug's own errors (routing, body size, media type), by status.
+HTTP_CODES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "too_large",
+    415: "unsupported_media_type",
+}
+
+# Errors any request may meet, documented on every operation.
+COMMON: tuple[type[RecengineError], ...] = (Unavailable,)
+# Errors of requests with a JSON body.
+BODY: tuple[type[RecengineError] | int, ...] = (InvalidJson, InvalidRequest, 413, 415)
+# Errors of operations that need the API key.
+AUTH: tuple[type[RecengineError], ...] = (AuthRequired, AccessDenied)
+
+
+def status_of(error: type[RecengineError]) -> int:
+    for cls in error.__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 500
+
+
+def responses(
+    ok: Any = None,
+    errors: Iterable[type[RecengineError] | int] = (),
+    *,
+    ok_description: str = "",
+    unavailable: Any = None,
+    html: bool = False,
+) -> Response:
+    """The documented responses of an operation: its success model and its errors.
+
+    Args:
+        ok: the pydantic model of the 200 body (None: no JSON body).
+        errors: domain error classes (or werkzeug statuses) the operation can answer with.
+        ok_description: what the 200 response is.
+        unavailable: model of the 503 body, when it is not the error body.
+        html: a page: its own errors are pages too (no JSON body to document).
+    """
+    codes: dict[str, Any] = {f"HTTP_{OK}": (ok, ok_description) if ok_description else ok}
+    for error in (*errors, *COMMON):
+        status = error if isinstance(error, int) else status_of(error)
+        codes[f"HTTP_{status}"] = None if html and error in errors else ErrorBody
+    if unavailable is not None:
+        codes[f"HTTP_{status_of(Unavailable)}"] = unavailable
+    return Response(**codes)
+
+
+def error_response(code: str, message: str, status: int) -> tuple[FlaskResponse, int]:
+    return jsonify(error={"code": code, "message": message}), status
+
+
+def validation_hook(
+    req: Request, resp: Any, req_validation_error: Any, instance: Any, *_: Any
+) -> None:
+    """spectree's "before" hook: a request that fails its schema becomes :class:`InvalidRequest`."""
+    if isinstance(req_validation_error, ValidationError):
+        raise InvalidRequest(describe(req_validation_error)) from None
+
+
+def response_hook(
+    req: Request, resp: Any, resp_validation_error: Any, instance: Any, *_: Any
+) -> None:
+    """spectree's "after" hook: a response that breaks its own schema is a bug, so a 500."""
+    if resp_validation_error is not None:
+        raise RuntimeError(f"response does not match its schema: {resp_validation_error}")
+
+
+def describe(exc: ValidationError) -> str:
+    """One line naming each bad field: ``k: Input should be less than or equal to 100``."""
+    parts = []
+    for error in exc.errors(include_url=False):
+        loc = list(error["loc"])
+        if loc and loc[0] in ("one", "batch"):  # the tag of a one-or-batch body
+            loc = loc[1:]
+        where = ".".join(str(p) for p in loc)
+        message = error["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)
+
+
+def init_app(app: Flask) -> None:
+    """Register the handlers that turn every exception into the JSON error body."""
+    app.register_error_handler(RecengineError, _domain_error)
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(OperationalError, _database_error)
+    app.register_error_handler(Exception, _internal_error)
+
+
+def _domain_error(exc: RecengineError) -> ResponseReturnValue:
+    discard_session()
+    body, status = error_response(exc.code, str(exc), status_of(type(exc)))
+    if isinstance(exc, AuthRequired):
+        return body, status, {"WWW-Authenticate": 'Bearer realm="recengine"'}
+    return body, status
+
+
+def _http_error(exc: HTTPException) -> ResponseReturnValue:
+    discard_session()
+    status = exc.code or 500
+    if status >= 500:
+        return _internal_error(exc)
+    code = HTTP_CODES.get(status, f"http_{status}")
+    message = exc.description or exc.name
+    if status == 413:
+        limit = current_app.config.get("MAX_CONTENT_LENGTH")
+        message = f"request body over the limit of {limit} bytes (web.max_body_bytes)"
+    elif status == 404:
+        message = "no such endpoint"
+    body, _ = error_response(code, message, status)
+    headers = [(k, v) for k, v in exc.get_headers() if k.lower() != "content-type"]
+    return body, status, headers
+
+
+def _database_error(exc: OperationalError) -> ResponseReturnValue:
+    discard_session()
+    log.error("database unavailable: %s", exc.orig)
+    return error_response(Unavailable.code, "the database cannot be reached", 503)
+
+
+def _internal_error(exc: Exception) -> ResponseReturnValue:
+    discard_session()
+    log.exception("internal error", exc_info=exc)
+    return error_response("internal", "internal error", 500)

@@ -1,0 +1,157 @@
+"""One way to add an API operation: key check, JSON parsing, schema validation, documentation.
+
+Every operation goes through :meth:`Router.add`, so each one is guarded the same way
+(:func:`recengine.web.auth.guarded`), validated by the models it is documented with, and lists
+in ``/openapi.json`` the errors it can answer with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import wraps
+from typing import Any, TypeVar
+
+from flask import Flask, request
+from pydantic import BaseModel, ValidationError
+from spectree import SpecTree
+from spectree.plugins.flask_plugin import FlaskPlugin
+
+from recengine.config import Settings
+from recengine.errors import RecengineError
+from recengine.web.auth import guarded, security
+from recengine.web.errors import AUTH, BODY, InvalidRequest, WritesDisabled, describe, responses
+from recengine.web.schemas import PATH_PARAMETERS
+
+M = TypeVar("M", bound=BaseModel)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def validated_body(model: type[M]) -> M:
+    """The request body, as validated by the operation's ``json`` model (a subclass of model)."""
+    return _validated("json", model)
+
+
+def validated_query(model: type[M]) -> M:
+    """The query string, as validated by the operation's ``query`` model."""
+    return _validated("query", model)
+
+
+def _validated(part: str, model: type[M]) -> M:
+    value = getattr(getattr(request, "context", None), part, None)
+    if not isinstance(value, model):
+        raise TypeError(f"the operation validates no {part} of type {model.__name__}")
+    return value
+
+
+@dataclass(frozen=True)
+class Router:
+    app: Flask
+    api: SpecTree
+    settings: Settings
+
+    def add(
+        self,
+        rule: str,
+        view: Callable[..., Any],
+        *,
+        method: str,
+        write: bool | None,
+        tag: str,
+        ok: type[BaseModel] | None,
+        errors: Iterable[type[RecengineError] | int] = (),
+        json: type[BaseModel] | None = None,
+        query: type[BaseModel] | None = None,
+        ok_description: str = "",
+        unavailable: type[BaseModel] | None = None,
+        html: bool = False,
+    ) -> None:
+        """Add ``view`` at ``rule`` for ``method``.
+
+        Args:
+            write: True: a write (needs the API key); False: a read (needs it when reads are
+                not public); None: always public (the widget script, the published schema).
+            tag: the OpenAPI tag (a group of operations).
+            ok: model of the 200 body; errors: what else it can answer.
+            json, query: models validating the body and the query string.
+            unavailable: model of the 503 body when it is not the error body (health).
+            html: the view renders a page, also for its own errors.
+        """
+        requirement = {} if write is None else security(self.settings, write=write)
+        documented = [*errors]
+        if requirement:
+            documented += [*AUTH, WritesDisabled]
+        if json is not None:
+            documented += BODY
+        validated = self.api.validate(
+            json=json,
+            query=query,
+            resp=responses(
+                ok, documented, ok_description=ok_description, unavailable=unavailable, html=html
+            ),
+            tags=[tag],
+            security=requirement,
+            operation_id=view.__name__,
+        )(view)
+        if json is not None:
+            validated = _falsy_bodies_checked(json)(validated)
+        validated = _path_checked(validated)
+        self.app.add_url_rule(
+            rule,
+            endpoint=f"{tag}.{view.__name__}",
+            view_func=validated if write is None else guarded(write=write)(validated),
+            methods=[method],
+        )
+
+
+def _path_checked(view: F) -> F:
+    """Validate path parameters with :data:`PATH_PARAMETERS` (as published, see ApiPlugin)."""
+
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        for name, value in kwargs.items():
+            if name in PATH_PARAMETERS:
+                try:
+                    PATH_PARAMETERS[name].validate_python(value)
+                except ValidationError as exc:
+                    raise InvalidRequest(f"{name}: {describe(exc)}") from None
+        return view(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+class ApiPlugin(FlaskPlugin):
+    """spectree's Flask plugin, publishing each path parameter with the schema that checks it."""
+
+    def parse_path(
+        self, route: Any, path_parameter_descriptions: Mapping[str, str] | None
+    ) -> tuple[str, list[dict[str, Any]]]:
+        path, parameters = super().parse_path(route, path_parameter_descriptions)
+        for parameter in parameters:
+            adapter = PATH_PARAMETERS.get(parameter["name"])
+            if adapter is not None:
+                parameter["schema"] = adapter.json_schema()
+        return path, parameters
+
+
+def _falsy_bodies_checked(model: type[BaseModel]) -> Callable[[F], F]:
+    """Validate ``[]``, ``""``, ``0``, ``false`` and ``null`` bodies against ``model`` here.
+
+    spectree reads the body as ``get_json() or {}``, so it would validate an empty batch as an
+    empty object and report a misleading "id: Field required".
+    """
+
+    def decorate(view: F) -> F:
+        @wraps(view)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            body = request.get_json(silent=True)
+            if not body and body != {}:
+                try:
+                    model.model_validate(body)
+                except ValidationError as exc:
+                    raise InvalidRequest(describe(exc)) from None
+            return view(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

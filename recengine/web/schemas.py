@@ -1,0 +1,288 @@
+"""Pydantic models of the HTTP contract: they validate requests and generate ``/openapi.json``.
+
+One set of models does both (through spectree), so the published document can never drift from
+what the service accepts. Limits that are settings (batch sizes, ``k``, ``offset``) are part of
+the models: :func:`build_models` makes the request models of one deployment, so its
+``/openapi.json`` states its own limits (``maxItems``, ``maximum``).
+
+The article record is :class:`recengine.pipeline.records.ArticleRecord`, the same model that
+validates JSON Lines files: one record format for files and HTTP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    RootModel,
+    Tag,
+    TypeAdapter,
+)
+
+from recengine.config import WebSettings
+from recengine.pipeline.records import ID_PATTERN, ArticleRecord
+
+# The caller's id of an article or a reader: 1-255 characters, not all blank, no control
+# characters (the string form of the record's id).
+ExternalId = Annotated[str, Field(min_length=1, max_length=255, pattern=ID_PATTERN)]
+
+
+# Path parameters, by name: validated with these and published with their JSON schema.
+PATH_PARAMETERS: dict[str, TypeAdapter[Any]] = {
+    "article_id": TypeAdapter(ExternalId),
+    "user": TypeAdapter(ExternalId),
+}
+
+
+def _shape(value: Any) -> str:
+    """Discriminates "one object" from "a batch" so errors name only the shape that was sent."""
+    return "batch" if isinstance(value, list) else "one"
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+class ErrorDetail(_Out):
+    code: str = Field(description="Stable machine-readable name, e.g. not_found, invalid_request.")
+    message: str = Field(description="What went wrong, for a person.")
+
+
+class ErrorBody(_Out):
+    """Every error: ``{"error": {"code": "...", "message": "..."}}``."""
+
+    error: ErrorDetail
+
+
+# -- articles ---------------------------------------------------------------------------------
+
+
+class ArticleOut(_Out):
+    """A stored article: the record as sent, plus when it was stored."""
+
+    id: str
+    title: str
+    content: str
+    url: str | None
+    tags: list[str]
+    category: str | None
+    author: str | None
+    published_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class UpsertResult(_Out):
+    """What one POST did. ``read = inserted + updated + unchanged + superseded``."""
+
+    read: int
+    inserted: int
+    updated: int
+    unchanged: int
+    superseded: int = Field(description="Records overridden by a later record of the same id.")
+    features_pending: int = Field(
+        description="Articles stored without features because no IDF model exists yet."
+    )
+    ids: list[str] = Field(description="Ids of the articles inserted or updated.")
+
+
+class Deleted(_Out):
+    id: str
+    deleted: Literal[True] = True
+
+
+# -- related, duplicates, feed ----------------------------------------------------------------
+
+
+class RelatedItem(_Out):
+    id: str
+    title: str
+    url: str | None
+    score: float = Field(description="Cosine similarity of the TF-IDF vectors, 0..1.")
+    reasons: dict[str, Any] = Field(description="Why it was chosen: shared terms and weights.")
+
+
+class SuppressedItem(_Out):
+    id: str
+    duplicate_of: str = Field(description="The article it duplicates.")
+    distance: int = Field(description="Hamming distance of the 64-bit simhash fingerprints.")
+
+
+class RelatedOut(_Out):
+    article: str
+    items: list[RelatedItem]
+    suppressed: list[SuppressedItem]
+
+
+class Duplicate(_Out):
+    """Another article of the cluster, judged against the asked-for article."""
+
+    id: str
+    canonical: bool = Field(description="Whether it is the cluster's canonical article.")
+    distance: int = Field(description="Hamming distance of its fingerprint to the article's.")
+    resemblance: float = Field(
+        description="Jaccard index of the two texts' character shingles (the verification)."
+    )
+    cosine: float = Field(description="Cosine of the two TF-IDF vectors.")
+    shared_terms: list[str] = Field(description="The terms contributing most to that cosine.")
+    distance_to_canonical: int = Field(description="As stored in the cluster (0: canonical).")
+
+
+class DuplicatesOut(_Out):
+    """The article's near-duplicate cluster (the body of ``recengine duplicates --id``)."""
+
+    article: str
+    canonical: str = Field(
+        description="The cluster's canonical article (the article itself when it has none)."
+    )
+    duplicates: list[Duplicate] = Field(description="The other members, canonical first.")
+
+
+class FeedOut(_Out):
+    """A reader's feed: items as in related lists; what was left out as a near-duplicate."""
+
+    user: str
+    items: list[RelatedItem]
+    suppressed: list[SuppressedItem]
+
+
+# -- reader events ----------------------------------------------------------------------------
+
+
+class EventIn(BaseModel):
+    """One reader event: the reader read ``article`` at ``at`` (default: when it is received)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    article: ExternalId
+    kind: Literal["read"] = "read"
+    at: Annotated[AwareDatetime | None, Field(description="When; with a time zone offset.")] = None
+
+
+class EventsRecorded(_Out):
+    user: str
+    recorded: int
+
+
+# -- health -----------------------------------------------------------------------------------
+
+
+class DatabaseHealth(_Out):
+    reachable: bool
+    seq: Annotated[int | None, Field(description="Change sequence number of the last write.")] = (
+        None
+    )
+    model_version: Annotated[int | None, Field(description="Active IDF model version.")] = None
+    error: str | None = None
+
+
+class IndexHealth(_Out):
+    name: str
+    loaded: bool
+    seq: Annotated[int | None, Field(description="Change sequence number the index reflects.")] = (
+        None
+    )
+    lag: Annotated[
+        int | None, Field(description="Writes not yet in the index (database seq - seq).")
+    ] = None
+    age_seconds: Annotated[
+        float | None, Field(description="Since the index last checked for writes.")
+    ] = None
+
+
+class HealthOut(_Out):
+    status: Literal["ok", "degraded", "unavailable"]
+    worker: int = Field(description="Process id of the worker that answered.")
+    database: DatabaseHealth
+    indexes: list[IndexHealth]
+    refresh_seconds: float = Field(description="How often a worker looks for new writes.")
+
+
+# -- request models that depend on the deployment's limits ------------------------------------
+
+
+class RelatedQuery(BaseModel):
+    """Query of ``GET /api/v1/articles/<id>/related`` (limits from settings, see build_models)."""
+
+    k: int = 10
+    offset: int = 0
+
+
+class FeedQuery(BaseModel):
+    k: int = 20
+    offset: int = 0
+
+
+class ArticleUpsert(RootModel[Any]):
+    """One article record, or a batch (a JSON array) stored atomically."""
+
+    def records(self) -> list[ArticleRecord]:
+        root = self.root
+        return list(root) if isinstance(root, list) else [root]
+
+
+class EventsIn(RootModel[Any]):
+    """One event, or a batch (a JSON array) stored atomically."""
+
+    def events(self) -> list[EventIn]:
+        root = self.root
+        return list(root) if isinstance(root, list) else [root]
+
+
+@dataclass(frozen=True)
+class Models:
+    """The request models of one deployment (limits taken from its settings)."""
+
+    article_upsert: type[ArticleUpsert]
+    events_in: type[EventsIn]
+    related_query: type[RelatedQuery]
+    feed_query: type[FeedQuery]
+
+
+def build_models(web: WebSettings) -> Models:
+    """Request models whose limits are ``web``'s: they validate and they are published."""
+
+    class ArticleUpsertModel(ArticleUpsert):
+        root: Annotated[
+            Annotated[ArticleRecord, Tag("one")]
+            | Annotated[
+                list[ArticleRecord], Field(min_length=1, max_length=web.max_batch), Tag("batch")
+            ],
+            Discriminator(_shape),
+        ]
+
+    class EventsInModel(EventsIn):
+        root: Annotated[
+            Annotated[EventIn, Tag("one")]
+            | Annotated[
+                list[EventIn], Field(min_length=1, max_length=web.max_events), Tag("batch")
+            ],
+            Discriminator(_shape),
+        ]
+
+    class RelatedQueryModel(RelatedQuery):
+        k: int = Field(web.default_k, ge=1, le=web.max_k, description="Items wanted.")
+        offset: int = Field(0, ge=0, le=web.max_offset, description="Items to skip (paging).")
+
+    class FeedQueryModel(FeedQuery):
+        k: int = Field(web.feed_default_k, ge=1, le=web.max_k, description="Items wanted.")
+        offset: int = Field(0, ge=0, le=web.max_offset, description="Items to skip (paging).")
+
+    for cls, name in (
+        (ArticleUpsertModel, "ArticleUpsert"),
+        (EventsInModel, "EventsIn"),
+        (RelatedQueryModel, "RelatedQuery"),
+        (FeedQueryModel, "FeedQuery"),
+    ):
+        cls.__name__ = cls.__qualname__ = name
+    return Models(ArticleUpsertModel, EventsInModel, RelatedQueryModel, FeedQueryModel)

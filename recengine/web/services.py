@@ -1,0 +1,94 @@
+"""What the views share: settings, the database, the ingester, and one session per request.
+
+One :class:`Services` per app (per gunicorn worker), kept in ``app.extensions``. The session of
+a request is opened on first use and closed (rolled back if not committed) when the request
+ends, whatever happened; the error handlers discard it early.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from flask import Flask, current_app, g
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.config import Settings
+from recengine.features.neardup import NearDupCriterion
+from recengine.pipeline.featurize import Featurizer, text_of
+from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.parallel import AnalysisPool
+from recengine.text.tokenize import Tokenizer
+from recengine.web.schemas import Models
+
+EXTENSION = "recengine"
+
+
+@dataclass
+class Services:
+    """Per-app state. ``tokenizer`` is built on first write unless one is given (tests share)."""
+
+    settings: Settings
+    engine: Engine
+    factory: sessionmaker[Session]
+    models: Models
+    tokenizer: Tokenizer | None = None
+    _ingester: Ingester | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @cached_property
+    def criterion(self) -> NearDupCriterion:
+        """The near-duplicate verdict (Hamming radius + cosine) of these settings."""
+        return NearDupCriterion.from_settings(self.settings)
+
+    @property
+    def ingester(self) -> Ingester:
+        """Built on first use; gthread workers serve on several threads, so under a lock."""
+        if self._ingester is None:
+            with self._lock:
+                if self._ingester is None:
+                    featurizer = Featurizer(self.settings, self.tokenizer)
+                    # Requests tokenize in the worker itself: a process pool per gunicorn
+                    # worker would compete with the other workers for the same cores.
+                    pool = AnalysisPool(self.settings, workers=1, featurizer=featurizer)
+                    self._ingester = Ingester(self.factory, featurizer, pool=pool)
+        return self._ingester
+
+    def text(self, title: str, content: str) -> str:
+        """``(title, content) -> text`` as features see it (no tokenizer needed)."""
+        return text_of(title, content, self.settings.features.strip_boilerplate)
+
+
+def init_app(app: Flask, services: Services) -> None:
+    app.extensions[EXTENSION] = services
+    app.teardown_appcontext(_close_session)
+
+
+def services() -> Services:
+    """The services of the app handling the current request."""
+    found: Services = current_app.extensions[EXTENSION]
+    return found
+
+
+def session() -> Session:
+    """This request's read session (writes go through pipeline functions and own theirs)."""
+    if "session" not in g:
+        g.session = services().factory()
+    current: Session = g.session
+    return current
+
+
+def discard_session() -> None:
+    """Roll back and close this request's session (after an error)."""
+    current: Session | None = g.pop("session", None)
+    if current is not None:
+        current.rollback()
+        current.close()
+
+
+def _close_session(_exc: BaseException | None) -> None:
+    current: Session | None = g.pop("session", None)
+    if current is not None:
+        current.close()

@@ -1,0 +1,167 @@
+/*! recengine related-articles widget. No dependencies. MIT licence.
+ *
+ * Embed with one tag per page (plus a placeholder where the list goes):
+ *
+ *   <div data-recengine-article="ARTICLE-ID"></div>
+ *   <script src="https://recengine.example.com/widget.js" defer></script>
+ *
+ * Optional attributes on the placeholder:
+ *   data-recengine-k="5"                 how many links (default 5)
+ *   data-recengine-heading="相关文章"      the heading text
+ *   data-recengine-link="/post/{id}"     link for articles stored without a URL ({id} is replaced)
+ *   data-recengine-api="https://..."     API origin (default: where this script was loaded from)
+ *
+ * It renders <section class="recengine-related"><h2>..</h2><ul><li><a href>title</a></li></ul>:
+ * plain links in a list, so keyboards, screen readers and reader modes work. Every text is set
+ * with textContent (never parsed as HTML) and only http(s) links are used. When the API is down,
+ * slow (4 s) or has nothing related, the placeholder stays empty and hidden: no broken box, no
+ * error thrown. Style it through the recengine-* class names.
+ */
+(function () {
+  "use strict";
+
+  var TIMEOUT_MS = 4000;
+  var DEFAULT_K = 5;
+  var MAX_K = 50;
+  var seq = 0;
+  var script = document.currentScript;
+
+  function apiBase(el) {
+    var given = el.getAttribute("data-recengine-api");
+    var src = given || (script && script.src) || "";
+    try {
+      return new URL(src, document.baseURI).origin;
+    } catch (e) {
+      return window.location.origin;
+    }
+  }
+
+  function safeHref(raw) {
+    if (typeof raw !== "string" || raw === "") {
+      return null;
+    }
+    try {
+      var url = new URL(raw, document.baseURI);
+      return url.protocol === "http:" || url.protocol === "https:" ? url.href : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  function hrefOf(item, template) {
+    var href = safeHref(item.url);
+    if (href === null && template) {
+      href = safeHref(template.split("{id}").join(encodeURIComponent(item.id)));
+    }
+    return href;
+  }
+
+  function hide(el) {
+    el.textContent = "";
+    el.hidden = true;
+    el.removeAttribute("aria-busy");
+  }
+
+  function render(el, body) {
+    var items = body && Array.isArray(body.items) ? body.items : [];
+    var template = el.getAttribute("data-recengine-link");
+    var list = document.createElement("ul");
+    list.className = "recengine-list";
+    items.forEach(function (item) {
+      if (!item || typeof item.id !== "string" || typeof item.title !== "string") {
+        return;
+      }
+      var href = hrefOf(item, template);
+      if (href === null) {
+        return;
+      }
+      var link = document.createElement("a");
+      link.className = "recengine-link";
+      link.href = href;
+      link.textContent = item.title || item.id;
+      var entry = document.createElement("li");
+      entry.className = "recengine-item";
+      entry.appendChild(link);
+      list.appendChild(entry);
+    });
+    if (!list.firstChild) {
+      hide(el);
+      return;
+    }
+    var id = "recengine-heading-" + ++seq;
+    var heading = document.createElement("h2");
+    heading.className = "recengine-heading";
+    heading.id = id;
+    heading.textContent = el.getAttribute("data-recengine-heading") || "相关文章";
+    var section = document.createElement("section");
+    section.className = "recengine-related";
+    section.setAttribute("aria-labelledby", id);
+    section.appendChild(heading);
+    section.appendChild(list);
+    el.textContent = "";
+    el.appendChild(section);
+    el.hidden = false;
+    el.removeAttribute("aria-busy");
+  }
+
+  function kOf(el) {
+    var k = parseInt(el.getAttribute("data-recengine-k") || "", 10);
+    return k >= 1 && k <= MAX_K ? k : DEFAULT_K;
+  }
+
+  function load(el) {
+    var article = el.getAttribute("data-recengine-article");
+    if (!article || el.getAttribute("data-recengine-state")) {
+      return;
+    }
+    el.setAttribute("data-recengine-state", "loading");
+    el.setAttribute("aria-busy", "true");
+    el.hidden = true;
+    var url =
+      apiBase(el) + "/api/v1/articles/" + encodeURIComponent(article) + "/related?k=" + kOf(el);
+    var controller = typeof AbortController === "function" ? new AbortController() : null;
+    var timer = controller ? setTimeout(function () { controller.abort(); }, TIMEOUT_MS) : null;
+    fetch(url, {
+      credentials: "omit",
+      headers: { Accept: "application/json" },
+      signal: controller ? controller.signal : undefined
+    })
+      .then(function (response) {
+        return response.ok ? response.json() : null;
+      })
+      .then(function (body) {
+        render(el, body);
+        el.setAttribute("data-recengine-state", "done");
+      })
+      .catch(function () {
+        hide(el);
+        el.setAttribute("data-recengine-state", "failed");
+      })
+      .then(function () {
+        if (timer) {
+          clearTimeout(timer);
+        }
+      });
+  }
+
+  function init(root) {
+    if (typeof fetch !== "function" || typeof URL !== "function") {
+      return;
+    }
+    var nodes = (root || document).querySelectorAll("[data-recengine-article]");
+    Array.prototype.forEach.call(nodes, function (el) {
+      try {
+        load(el);
+      } catch (e) {
+        hide(el);
+      }
+    });
+  }
+
+  window.recengineWidget = { init: init };
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { init(); });
+  } else {
+    init();
+  }
+})();

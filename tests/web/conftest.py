@@ -1,0 +1,52 @@
+"""Fixtures of the HTTP tests: an app on a migrated database (SQLite and PostgreSQL), a client.
+
+The app is the real one from ``create_app``; only the settings differ between tests. ``KEY`` is
+the API key writes send.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import Engine
+
+from recengine.config import Settings, load_settings
+from recengine.text.tokenize import Tokenizer
+from recengine.web import create_app
+from tests.conftest import make_settings
+
+KEY = "test-key-0123456789"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database_url: str) -> Settings:
+    return make_settings(tmp_path, database_url, api_key=KEY)
+
+
+@pytest.fixture
+def make_app(settings: Settings, engine: Engine, tokenizer: Tokenizer) -> Callable[..., Flask]:
+    """Apps on the test database with some settings changed: ``make_app(web={"max_k": 5})``."""
+
+    def build(**overrides: Any) -> Flask:
+        data = settings.model_dump(mode="json")
+        for key, value in overrides.items():
+            data[key] = {**data[key], **value} if isinstance(value, dict) else value
+        return create_app(load_settings(data), tokenizer=tokenizer)
+
+    return build
+
+
+@pytest.fixture
+def app(make_app: Callable[..., Flask]) -> Flask:
+    return make_app()
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()

@@ -1,0 +1,168 @@
+"""The widget and the demo page in a real headless Chromium (Debian's package, via Playwright).
+
+Two origins, as on a real site: the recengine service (API, widget.js, demo page) on one port,
+and a "host site" on another that embeds the widget with one tag; the service allows the host
+origin by CORS. Nothing is mocked: the widget calls the real API of a real database.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+
+from recengine.config import load_settings
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.reindex import reindex
+from recengine.storage.db import make_engine, make_session_factory
+from recengine.storage.migrate import upgrade
+from recengine.text.tokenize import Tokenizer
+from recengine.web import create_app
+from tests.factories import javaguide_records
+from tests.web.conftest import AUTH, KEY
+from tests.web.livesupport import live_server
+
+XSS_TITLE = '<img src=x onerror="window.__xss=1">" onmouseover="window.__xss=2'
+TIMEOUT_MS = 10_000
+
+
+def chromium_path() -> str:
+    path = os.environ.get("RECENGINE_CHROMIUM") or shutil.which("chromium")
+    assert path, "Chromium is needed: scripts/test installs Debian's chromium (RECENGINE_CHROMIUM)"
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        # Chromium refuses its sandbox as root (CI runs as root); the pages are our own.
+        args = ["--no-sandbox"] if os.geteuid() == 0 else []
+        launched = playwright.chromium.launch(
+            executable_path=chromium_path(), headless=True, args=args
+        )
+        yield launched
+        launched.close()
+
+
+@dataclass
+class Site:
+    api: str  # the recengine service
+    host: str  # another origin embedding the widget
+    ids: list[str] = field(default_factory=list)
+
+
+def host_app() -> Flask:
+    """A site that embeds the widget: ``/post/<id>?api=...`` is an article page with the tag."""
+    app = Flask("host")
+
+    @app.get("/post/<path:article_id>")
+    def post(article_id: str) -> str:
+        from flask import request
+        from markupsafe import escape
+
+        api = request.args["api"]
+        script = request.args.get("script", api)
+        k = escape(request.args.get("k", "5"))
+        return (
+            f"<!doctype html><html lang='en'><head><title>post {escape(article_id)}</title>"
+            f"</head><body><h1>post</h1>"
+            f"<div id='slot' data-recengine-article='{escape(article_id)}' data-recengine-k='{k}'"
+            f" data-recengine-api='{escape(api)}' data-recengine-link='/post/{{id}}?api={api}'>"
+            f"</div><script src='{escape(script)}/widget.js'></script></body></html>"
+        )
+
+    return app
+
+
+@pytest.fixture(scope="module")
+def site(
+    tmp_path_factory: pytest.TempPathFactory, tokenizer: Tokenizer, data_dir: Path
+) -> Iterator[Site]:
+    folder = tmp_path_factory.mktemp("browser")
+    with live_server(host_app()) as host:
+        settings = load_settings(
+            {"data_dir": str(folder), "api_key": KEY, "web": {"cors_origins": [host]}}
+        )
+        engine = make_engine(settings.resolved_database_url)
+        upgrade(engine)
+        records = javaguide_records(data_dir, 60)
+        records.append({**records[0], "id": "xss", "title": XSS_TITLE})
+        app = create_app(settings, tokenizer=tokenizer)
+        client = app.test_client()
+        assert client.post("/api/v1/articles", json=records, headers=AUTH).status_code == 200
+        reindex(factory=make_session_factory(engine), featurizer=Featurizer(settings, tokenizer))
+        engine.dispose()
+        with live_server(app) as api:
+            yield Site(api=api, host=host, ids=[r["id"] for r in records])
+
+
+@dataclass
+class Console:
+    errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+
+    def watch(self, page: Page) -> Page:
+        def on_console(message: ConsoleMessage) -> None:
+            if message.type == "error":
+                self.errors.append(message.text)
+
+        page.on("console", on_console)
+        page.on("pageerror", lambda exc: self.page_errors.append(str(exc)))
+        return page
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def settle(page: Page) -> None:
+    """Wait until the widget has finished (rendered, or given up and hidden itself)."""
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('[data-recengine-article]')]"
+        ".every(e => ['done', 'failed'].includes(e.dataset.recengineState))",
+        timeout=TIMEOUT_MS,
+    )
+
+
+def test_widget_stays_hidden_when_the_api_is_down(browser: Browser, site: Site) -> None:
+    console = Console()
+    page = console.watch(browser.new_page())
+    down = f"http://127.0.0.1:{closed_port()}"
+    # the script itself comes from the live service; its API calls go to a closed port
+    page.goto(f"{site.host}/post/{site.ids[0]}?api={down}&script={site.api}")
+    settle(page)
+    slot = page.locator("#slot")
+    assert slot.get_attribute("data-recengine-state") == "failed"
+    assert slot.is_hidden() and slot.inner_html() == ""
+    assert console.page_errors == []  # no uncaught exception: it degrades quietly
+    page.close()
+
+
+def test_widget_stays_hidden_for_an_unknown_article(browser: Browser, site: Site) -> None:
+    console = Console()
+    page = console.watch(browser.new_page())
+    page.goto(f"{site.host}/post/no-such-article?api={site.api}")
+    settle(page)
+    assert page.locator("#slot").is_hidden()
+    assert page.locator("#slot").inner_html() == ""
+    assert console.page_errors == []
+    page.close()
+
+
+def test_demo_page_renders_the_article_as_text(browser: Browser, site: Site) -> None:
+    console = Console()
+    page = console.watch(browser.new_page())
+    page.goto(f"{site.api}/?article=xss")
+    assert page.locator("h1").inner_text() == XSS_TITLE  # shown as text, not markup
+    assert page.evaluate("() => window.__xss === undefined")
+    assert console.page_errors == []
+    page.close()

@@ -1,0 +1,83 @@
+"""``POST /api/v1/users/<user>/events``: reader events, stored all or none."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.storage.models import ReaderEvent
+from tests.factories import record
+from tests.web.conftest import AUTH
+from tests.web.test_articles import assert_error
+
+
+def events(factory: sessionmaker[Session]) -> list[tuple[str, int, str]]:
+    with factory() as session:
+        rows = session.execute(
+            select(ReaderEvent.user_id, ReaderEvent.article_id, ReaderEvent.at).order_by(
+                ReaderEvent.id
+            )
+        )
+        return [(r.user_id, r.article_id, r.at.isoformat()) for r in rows]
+
+
+def seed(client: FlaskClient) -> None:
+    client.post("/api/v1/articles", json=[record(1), record(2)], headers=AUTH)
+
+
+def test_one_event_and_a_batch(client: FlaskClient, factory: sessionmaker[Session]) -> None:
+    seed(client)
+    one = client.post("/api/v1/users/reader-1/events", json={"article": "a1"}, headers=AUTH)
+    assert one.status_code == 200 and one.get_json() == {"user": "reader-1", "recorded": 1}
+    batch = [
+        {"article": "a2", "at": "2024-05-01T08:00:00+08:00"},
+        {"article": "a1", "kind": "read", "at": "2024-05-02T00:00:00Z"},
+    ]
+    response = client.post("/api/v1/users/读者 2/events", json=batch, headers=AUTH)
+    assert response.get_json() == {"user": "读者 2", "recorded": 2}
+    stored = events(factory)
+    assert [u for u, _, _ in stored] == ["reader-1", "读者 2", "读者 2"]
+    assert stored[1][2].startswith("2024-05-01T00:00:00")  # stored in UTC
+
+
+def test_unknown_or_deleted_article_stores_nothing(
+    client: FlaskClient, factory: sessionmaker[Session]
+) -> None:
+    seed(client)
+    client.delete("/api/v1/articles/a2", headers=AUTH)
+    batch = [{"article": "a1"}, {"article": "nope"}, {"article": "a2"}]
+    response = client.post("/api/v1/users/u/events", json=batch, headers=AUTH)
+    message = assert_error(response, 404, "not_found")["error"]["message"]
+    assert "'nope'" in message and "'a2'" in message
+    assert events(factory) == []
+
+
+def test_invalid_events_are_422(client: FlaskClient, factory: sessionmaker[Session]) -> None:
+    seed(client)
+    cases = [
+        ({"article": "a1", "at": "2024-05-01T08:00:00"}, "timezone"),
+        ({"article": "a1", "kind": "like"}, "kind"),
+        ({"article": ""}, "article"),
+        ({"article": "a1", "extra": 1}, "extra"),
+        ([], "at least 1"),
+    ]
+    for body, fragment in cases:
+        response = client.post("/api/v1/users/u/events", json=body, headers=AUTH)
+        assert fragment in assert_error(response, 422, "invalid_request")["error"]["message"]
+    response = client.post("/api/v1/users/%20/events", json={"article": "a1"}, headers=AUTH)
+    assert "user" in assert_error(response, 422, "invalid_request")["error"]["message"]
+    assert events(factory) == []
+
+
+def test_events_per_request_are_capped(
+    make_app: Callable[..., Flask], factory: sessionmaker[Session]
+) -> None:
+    client = make_app(web={"max_events": 2}).test_client()
+    seed(client)
+    response = client.post("/api/v1/users/u/events", json=[{"article": "a1"}] * 3, headers=AUTH)
+    assert "at most 2" in assert_error(response, 422, "invalid_request")["error"]["message"]
+    assert events(factory) == []

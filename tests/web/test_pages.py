@@ -1,0 +1,123 @@
+"""The demo page, the widget script, the published OpenAPI document and the health check."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from tests.factories import record
+from tests.web.conftest import AUTH
+
+XSS_TITLE = '<script>alert("t")</script>" onmouseover="alert(1)'
+XSS_CONTENT = "<p>正文</p><img src=x onerror=alert(2)>&lt;script&gt;alert(3)&lt;/script&gt;"
+
+
+def test_demo_page_shows_the_article_escaped(client: FlaskClient) -> None:
+    client.post(
+        "/api/v1/articles",
+        json=[
+            record(1),
+            record(
+                2,
+                title=XSS_TITLE,
+                content=XSS_CONTENT,
+                tags=["<b>tag</b>"],
+                url="javascript:alert(4)",
+            ),
+        ],
+        headers=AUTH,
+    )
+    response = client.get("/?article=a2")
+    assert response.status_code == 200 and response.mimetype == "text/html"
+    page = response.get_data(as_text=True)
+    assert "<script>alert" not in page and "onerror" not in page and "<b>tag" not in page
+    assert "&lt;script&gt;alert(&#34;t&#34;)&lt;/script&gt;&#34; onmouseover=&#34;alert(1)" in page
+    assert "javascript:" not in page  # a non-http(s) URL is not linked
+    assert 'data-recengine-article="a2"' in page and 'src="/widget.js"' in page
+    assert page.count("<script") == 1  # the widget, nothing else
+    csp = response.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_demo_page_defaults_to_the_latest_and_404s_unknown(client: FlaskClient) -> None:
+    assert "No articles yet" in client.get("/").get_data(as_text=True)
+    client.post("/api/v1/articles", json=[record(1), record(2, title="最新的文章")], headers=AUTH)
+    assert "<h1>最新的文章</h1>" in client.get("/").get_data(as_text=True)
+    missing = client.get("/?article=nope")
+    assert missing.status_code == 404 and "No articles yet" in missing.get_data(as_text=True)
+
+
+def test_widget_script_is_cacheable_javascript(client: FlaskClient) -> None:
+    response = client.get("/widget.js")
+    assert response.status_code == 200 and response.mimetype == "text/javascript"
+    assert "max-age=300" in response.headers["Cache-Control"]
+    assert "textContent" in response.get_data(as_text=True)
+    etag = response.headers["ETag"]
+    assert client.get("/widget.js", headers={"If-None-Match": etag}).status_code == 304
+
+
+def test_health_reports_database_and_worker(client: FlaskClient) -> None:
+    body = client.get("/api/v1/health").get_json()
+    assert body["status"] == "ok" and body["database"]["reachable"] is True
+    assert body["database"]["seq"] == 0 and body["worker"] > 0
+    client.post("/api/v1/articles", json=record(1), headers=AUTH)
+    assert client.get("/api/v1/health").get_json()["database"]["seq"] == 1
+
+
+def test_health_is_503_when_the_database_is_down(
+    client: FlaskClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlalchemy.exc import OperationalError
+
+    import recengine.web.health as health
+
+    def down(**_: Any) -> None:
+        raise OperationalError("SELECT", {}, ConnectionRefusedError())
+
+    monkeypatch.setattr(health, "read_state", down)
+    response = client.get("/api/v1/health")
+    assert response.status_code == 503
+    assert response.get_json()["status"] == "unavailable"
+    assert response.get_json()["database"]["reachable"] is False
+
+
+CONTRACT = {
+    ("post", "/api/v1/articles"),
+    ("get", "/api/v1/articles/{article_id}"),
+    ("delete", "/api/v1/articles/{article_id}"),
+    ("get", "/api/v1/articles/{article_id}/duplicates"),
+    ("post", "/api/v1/users/{user}/events"),
+    ("get", "/api/v1/health"),
+    ("get", "/openapi.json"),
+    ("get", "/widget.js"),
+}
+
+
+def test_openapi_describes_every_endpoint_and_error(make_app: Callable[..., Flask]) -> None:
+    client = make_app(web={"max_batch": 7, "max_events": 9}).test_client()
+    spec = client.get("/openapi.json").get_json()
+    assert spec["openapi"].startswith("3.1")
+    operations = {(m, p): op for p, ops in spec["paths"].items() for m, op in ops.items()}
+    assert set(operations) >= CONTRACT
+    error_ref = {"$ref": "#/components/schemas/ErrorBody"}
+    for (method, path), op in operations.items():
+        statuses = set(op["responses"])
+        assert "200" in statuses and "422" in statuses and "503" in statuses, (method, path)
+        if method != "get":
+            assert {"401", "403"} <= statuses and op["security"] == [{"bearer": []}]
+        if "requestBody" in op:
+            assert {"400", "413", "415"} <= statuses
+        for status, response in op["responses"].items():
+            if status.startswith("4") and (path, status) != ("/", "404"):  # the page's 404: a page
+                assert response["content"]["application/json"]["schema"] == error_ref
+    schemas = spec["components"]["schemas"]
+    batch = schemas["ArticleUpsert"]["oneOf"][1]
+    assert batch["maxItems"] == 7  # the deployment's own limit, from the validating model
+    assert schemas["EventsIn"]["oneOf"][1]["maxItems"] == 9
+    assert set(schemas["ArticleRecord"]["required"]) == {"id"}
+    assert spec["components"]["securitySchemes"]["bearer"] == {"type": "http", "scheme": "bearer"}

@@ -1,0 +1,173 @@
+"""``recengine serve`` with gunicorn and several workers, and the one-command ``recengine demo``.
+
+Real processes on real sockets: a write through one worker must be seen by every worker, on
+SQLite and on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from recengine.config import Settings
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.reindex import reindex
+from recengine.storage.db import make_session_factory
+from tests.factories import javaguide_records, record
+from tests.web.conftest import AUTH, KEY
+from tests.web.serving import Reply, call, served
+from tests.web.test_duplicates import repost
+
+# The delay recengine documents (web.refresh_seconds) is for in-memory indexes; plain reads go
+# to the database, so they must agree at once. The budget below only absorbs scheduling noise.
+DEADLINE_S = 10.0
+
+
+def server_env(settings: Settings, **extra: str) -> dict[str, str]:
+    return {
+        "RECENGINE_DATABASE_URL": settings.resolved_database_url,
+        "RECENGINE_DATA_DIR": str(settings.data_dir),
+        "RECENGINE_API_KEY": KEY,
+        **extra,
+    }
+
+
+def from_every_worker(
+    base: str, path: str, workers: int, accept: Callable[[Reply], bool]
+) -> dict[int, Reply]:
+    """Ask until each of ``workers`` processes has answered acceptably (new connection each)."""
+    good: dict[int, Reply] = {}
+    seen: set[int] = set()
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        reply = call(base, "GET", path)
+        seen.add(reply.worker)
+        if accept(reply):
+            good[reply.worker] = reply
+        if len(good) == workers:
+            return good
+    raise AssertionError(f"{path}: acceptable answers from {sorted(good)}, workers seen {seen}")
+
+
+def test_a_write_through_one_worker_is_seen_by_every_worker(
+    settings: Settings, engine: Engine
+) -> None:
+    args = ["serve", "--port", "0", "--workers", "2", "--threads", "2"]
+    with served(args, server_env(settings)) as server:
+        health = from_every_worker(server.url, "/api/v1/health", 2, lambda r: r.status == 200)
+        assert len(health) == 2
+        written = call(server.url, "POST", "/api/v1/articles", [record(1)], AUTH)
+        assert written.status == 200, written.body
+        seen = from_every_worker(server.url, "/api/v1/articles/a1", 2, lambda r: r.status == 200)
+        assert {r.json()["title"] for r in seen.values()} == {record(1)["title"]}
+        deleted = call(server.url, "DELETE", "/api/v1/articles/a1", headers=AUTH)
+        assert deleted.status == 200
+        gone = from_every_worker(server.url, "/api/v1/articles/a1", 2, lambda r: r.status == 404)
+        assert {r.json()["error"]["code"] for r in gone.values()} == {"not_found"}
+    assert "(2 workers)" in "\n".join(server.log)
+
+
+def test_duplicates_written_through_any_worker_are_seen_by_every_worker(
+    settings: Settings, engine: Engine, featurizer: Featurizer, data_dir: Path
+) -> None:
+    factory = make_session_factory(engine)
+    records = javaguide_records(data_dir, 21)
+    Ingester(factory, featurizer).ingest_records(records[:20])
+    reindex(factory=factory, featurizer=featurizer)
+    args = ["serve", "--port", "0", "--workers", "2", "--threads", "2"]
+    with served(args, server_env(settings)) as server:
+        from_every_worker(server.url, "/api/v1/health", 2, lambda r: r.status == 200)
+        original = records[20]
+        copy = repost(original, "copy")
+        for body in (original, copy):  # new connections: may well land on different workers
+            assert call(server.url, "POST", "/api/v1/articles", body, AUTH).status == 200
+        path = f"/api/v1/articles/{original['id']}/duplicates"
+        seen = from_every_worker(
+            server.url, path, 2, lambda r: r.status == 200 and bool(r.json()["duplicates"])
+        )
+        assert {r.json()["duplicates"][0]["id"] for r in seen.values()} == {"copy"}
+
+
+def test_serve_refuses_a_database_without_schema(tmp_path: Path) -> None:
+    env = {**os.environ, "RECENGINE_DATA_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", "from recengine.cli import main; main()", "serve", "--port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "recengine db upgrade" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def _offline(command: list[str]) -> list[str]:
+    """``command`` in a new network namespace whose only interface is loopback."""
+    unshare = ["unshare", "--net"] if os.geteuid() == 0 else ["unshare", "-r", "--net"]
+    return [*unshare, "sh", "-c", 'ip link set lo up && exec "$@"', "offline", *command]
+
+
+@pytest.mark.slow
+def test_the_demo_works_offline(tmp_path: Path) -> None:
+    """`recengine demo`: database, real news ingested and indexed, served, URL printed; no net."""
+    env = {**os.environ, "RECENGINE_DATA_DIR": str(tmp_path / "demo")}
+    env.pop("RECENGINE_DATABASE_URL", None)
+    env.pop("RECENGINE_API_KEY", None)
+    result = subprocess.run(
+        _offline([sys.executable, "-m", "tests.web.serving", "demo-check", "300"]),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["status"] == {
+        "/": 200,
+        "/widget.js": 200,
+        "/openapi.json": 200,
+        "/api/v1/health": 200,
+    }
+    assert report["health"]["status"] == "ok" and report["health"]["database"]["model_version"]
+    assert "inserted 300" in "\n".join(report["log"])
+    assert (tmp_path / "demo" / "recengine.db").exists()  # the embedded default: SQLite
+
+
+def test_body_limit_holds_for_chunked_uploads_through_gunicorn(
+    settings: Settings, engine: Engine
+) -> None:
+    """No Content-Length to check up front: the limit must stop the stream as it is read."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    env = server_env(settings, RECENGINE_WEB__MAX_BODY_BYTES="5000")
+    with served(["serve", "--port", "0", "--workers", "1"], env) as server:
+        parts = urlsplit(server.url)
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        body = json.dumps(record(1, content="长" * 20_000)).encode()
+        chunks = (body[i : i + 1000] for i in range(0, len(body), 1000))
+        connection.request(
+            "POST",
+            "/api/v1/articles",
+            body=chunks,
+            encode_chunked=True,
+            headers={**AUTH, "Content-Type": "application/json"},
+        )
+        response = connection.getresponse()
+        assert response.status == 413
+        assert json.loads(response.read())["error"]["code"] == "too_large"
+        connection.close()
+        assert call(server.url, "GET", "/api/v1/articles/a1").status == 404
