@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -58,6 +65,7 @@ class FeatureSettings(_Section):
     simhash_top_n: int = Field(default=0, ge=0, le=100_000)
     strip_boilerplate: bool = True
     vector_max_terms: int = Field(default=128, ge=1, le=100_000)
+    sublinear_tf: bool = True
     hamming_k: int = Field(default=8, ge=0, le=31)
 
 
@@ -83,6 +91,47 @@ class IngestSettings(_Section):
         return value
 
 
+class RelatedSettings(_Section):
+    default_k: int = Field(default=10, ge=1, le=1_000)
+    max_k: int = Field(default=100, ge=1, le=1_000)
+    max_offset: int = Field(default=1_000, ge=0, le=100_000)
+    max_filter_values: int = Field(default=1_000, ge=1, le=100_000)
+    explain_terms: int = Field(default=5, ge=0, le=100)
+    index_terms: int = Field(default=64, ge=1, le=100_000)
+    query_terms: int = Field(default=32, ge=1, le=100_000)
+    postings_per_term: int = Field(default=2_000, ge=1)
+    candidates: int = Field(default=200, ge=1, le=100_000)
+    sync_interval_s: float = Field(default=0.0, ge=0.0, le=3_600.0)
+    delta_max_rows: int = Field(default=20_000, ge=1)
+    max_parts: int = Field(default=8, ge=2, le=64)
+    persist: bool = True
+    build_batch: int = Field(default=5_000, ge=1, le=1_000_000)
+
+    @model_validator(mode="after")
+    def _k_within_max(self) -> RelatedSettings:
+        if self.default_k > self.max_k:
+            raise ValueError(f"default_k ({self.default_k}) exceeds max_k ({self.max_k})")
+        return self
+
+
+class FeedSettings(_Section):
+    default_k: int = Field(default=20, ge=1, le=1_000)
+    max_k: int = Field(default=100, ge=1, le=1_000)
+    history_limit: int = Field(default=200, ge=1, le=100_000)
+    half_life_days: float = Field(default=14.0, gt=0.0)
+    topic_similarity: float = Field(default=0.15, ge=0.0, le=1.0)
+    max_topics: int = Field(default=8, ge=1, le=100)
+    topic_terms: int = Field(default=128, ge=1, le=100_000)
+    max_pair_similarity: float = Field(default=0.5, ge=0.0, le=1.0)
+    fresh_pool: int = Field(default=2_000, ge=1)
+
+    @model_validator(mode="after")
+    def _k_within_max(self) -> FeedSettings:
+        if self.default_k > self.max_k:
+            raise ValueError(f"default_k ({self.default_k}) exceeds max_k ({self.max_k})")
+        return self
+
+
 class Settings(BaseSettings):
     """Every setting of a deployment. Frozen: build a new one with ``model_copy(update=...)``."""
 
@@ -101,6 +150,8 @@ class Settings(BaseSettings):
     features: FeatureSettings = FeatureSettings()
     neardup: NearDupSettings = NearDupSettings()
     ingest: IngestSettings = IngestSettings()
+    related: RelatedSettings = RelatedSettings()
+    feed: FeedSettings = FeedSettings()
 
     @field_validator("database_url")
     @classmethod
