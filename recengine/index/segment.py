@@ -260,7 +260,14 @@ def _postings(
     keep = rank < index_terms
     p_rows, p_cols, p_w = row_of[keep], cols[keep], weights[keep]
     # by term, then largest weight first, then row: the head of a list is its best postings
-    order = np.lexsort((p_rows, -p_w, p_cols))
+    if len(p_w) and p_w.min() > 0:
+        # one stable sort of (column, inverted weight bits): the bits of positive float32
+        # values order like the values, and rows are ascending already (stable keeps that)
+        inverted = np.uint32(0xFFFFFFFF) - p_w.astype(np.float32).view(np.uint32)
+        key = (p_cols.astype(np.uint64) << np.uint64(32)) | inverted.astype(np.uint64)
+        order = np.argsort(key, kind="stable")
+    else:
+        order = np.lexsort((p_rows, -p_w, p_cols))
     indptr = np.zeros(n_terms + 1, dtype=np.int64)
     np.cumsum(np.bincount(p_cols, minlength=n_terms), out=indptr[1:])
     return indptr, p_rows[order].astype(np.int32), p_w[order].astype(np.float32)

@@ -47,13 +47,12 @@ GROWTH, MAX_ROUNDS = 4, 4
 
 @dataclass(frozen=True)
 class Query:
-    """The article a list is about: internal id, vector, fingerprint, cluster, labels."""
+    """The article a list is about: internal id, vector, fingerprint, labels."""
 
     id: int
     external_id: str
     vector: SparseVector
     fingerprint: int
-    cluster: int
     category: str | None
     tags: tuple[str, ...]
 
@@ -124,16 +123,28 @@ class RelatedArticles:
                 query.vector.hashes, query.vector.weights, params, row_filter, query.id
             )
             hits = above(hits, min_score)
-            picked = pick(
-                with_clusters(session, hits.ids, hits.fingerprints),
-                anchor(query),
-                self.criterion,
-                wanted,
-            )
+            picked = self._pick(session, hits, query, wanted)
             if len(picked.kept) >= wanted or len(hits) < n:
                 break
             n *= GROWTH
         return hits, picked
+
+    def _pick(self, session: Session, hits: Hits, query: Query, wanted: int) -> Picked:
+        """Suppression over a growing prefix of ``hits``: clusters are looked up only for the
+        candidates it needs (usually a few more than ``wanted``)."""
+        window = min(len(hits), 2 * wanted + 8)
+        while True:
+            # one look-up for the query and the candidates: its cluster may have changed too
+            ids = np.concatenate((np.array([query.id], np.int64), hits.ids[:window]))
+            prints = np.concatenate(
+                (np.array([query.fingerprint], np.uint64), hits.fingerprints[:window])
+            )
+            found = with_clusters(session, ids, prints)
+            prefix = Articles(found.ids[1:], found.fingerprints[1:], found.clusters[1:])
+            picked = pick(prefix, found.take([0]), self.criterion, wanted)
+            if len(picked.kept) >= wanted or window >= len(hits):
+                return picked
+            window = min(len(hits), window * GROWTH)
 
     def _body(
         self,
@@ -199,9 +210,8 @@ def load_query(session: Session, snap: Snapshot, external_id: str) -> Query:
     if row.vector is None:
         raise ModelMissing(f"article {external_id!r} has no features yet: run `recengine reindex`")
     vector = SparseVector.from_bytes(row.vector) if row.vector else EMPTY_VECTOR
-    cluster = canonical_of(session=session, ids=[row.id]).get(row.id, (NO_CLUSTER, 0))[0]
     tags = tuple(t for t in (row.tags or ()) if isinstance(t, str))
-    return Query(row.id, row.external_id, vector, row.fingerprint, cluster, row.category, tags)
+    return Query(row.id, row.external_id, vector, row.fingerprint, row.category, tags)
 
 
 def to_row_filter(session: Session, filters: Filters, exclude: Sequence[int]) -> RowFilter:
@@ -231,14 +241,6 @@ def with_clusters(session: Session, ids: np.ndarray[Any, Any], prints: Any) -> A
     found = canonical_of(session=session, ids=[int(i) for i in ids])
     clusters = np.array([found.get(int(i), (NO_CLUSTER, 0))[0] for i in ids], dtype=np.int64)
     return Articles(np.asarray(ids, np.int64), np.asarray(prints, np.uint64), clusters)
-
-
-def anchor(query: Query) -> Articles:
-    return Articles(
-        np.array([query.id], np.int64),
-        np.array([query.fingerprint], np.uint64),
-        np.array([query.cluster], np.int64),
-    )
 
 
 def item(row: Row[Any], score: float, reasons: dict[str, Any]) -> dict[str, Any]:

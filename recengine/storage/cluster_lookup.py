@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import select
+from sqlalchemy import literal, select, union_all
 from sqlalchemy.orm import Session
 
 from recengine.storage.articles import IN_CHUNK
@@ -26,15 +26,15 @@ def canonical_of(*, session: Session, ids: Sequence[int]) -> dict[int, tuple[int
     unique = sorted(set(ids))
     for start in range(0, len(unique), IN_CHUNK):
         chunk = unique[start : start + IN_CHUNK]
-        rows = session.execute(
-            select(
-                ClusterMember.article_id, ClusterMember.canonical_id, ClusterMember.distance
-            ).where(ClusterMember.article_id.in_(chunk))
-        ).all()
-        out.update({r.article_id: (r.canonical_id, r.distance) for r in rows})
-        heads = session.scalars(
-            select(ClusterMember.canonical_id).where(ClusterMember.canonical_id.in_(chunk))
-        ).all()
-        for head in heads:
-            out.setdefault(head, (head, 0))
+        members = select(
+            ClusterMember.article_id, ClusterMember.canonical_id, ClusterMember.distance
+        ).where(ClusterMember.article_id.in_(chunk))
+        heads = (
+            select(ClusterMember.canonical_id, ClusterMember.canonical_id, literal(0))
+            .where(ClusterMember.canonical_id.in_(chunk))
+            .distinct()
+        )
+        for article_id, canonical_id, distance in session.execute(union_all(members, heads)):
+            if article_id not in out or out[article_id][0] == article_id:
+                out[article_id] = (canonical_id, distance)
     return out
