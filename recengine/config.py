@@ -91,9 +91,20 @@ class IngestSettings(_Section):
         return value
 
 
-class RelatedSettings(_Section):
+class _Listing(_Section):
+    """A section with a default ``k`` that must not exceed its ``max_k``."""
+
     default_k: int = Field(default=10, ge=1, le=1_000)
     max_k: int = Field(default=100, ge=1, le=1_000)
+
+    @model_validator(mode="after")
+    def _k_within_max(self) -> _Listing:
+        if self.default_k > self.max_k:
+            raise ValueError(f"default_k ({self.default_k}) exceeds max_k ({self.max_k})")
+        return self
+
+
+class RelatedSettings(_Listing):
     max_offset: int = Field(default=1_000, ge=0, le=100_000)
     max_filter_values: int = Field(default=1_000, ge=1, le=100_000)
     explain_terms: int = Field(default=5, ge=0, le=100)
@@ -107,16 +118,9 @@ class RelatedSettings(_Section):
     persist: bool = True
     build_batch: int = Field(default=5_000, ge=1, le=1_000_000)
 
-    @model_validator(mode="after")
-    def _k_within_max(self) -> RelatedSettings:
-        if self.default_k > self.max_k:
-            raise ValueError(f"default_k ({self.default_k}) exceeds max_k ({self.max_k})")
-        return self
 
-
-class FeedSettings(_Section):
+class FeedSettings(_Listing):
     default_k: int = Field(default=20, ge=1, le=1_000)
-    max_k: int = Field(default=100, ge=1, le=1_000)
     history_limit: int = Field(default=200, ge=1, le=100_000)
     half_life_days: float = Field(default=14.0, gt=0.0)
     topic_similarity: float = Field(default=0.15, ge=0.0, le=1.0)
@@ -124,12 +128,6 @@ class FeedSettings(_Section):
     topic_terms: int = Field(default=128, ge=1, le=100_000)
     max_pair_similarity: float = Field(default=0.5, ge=0.0, le=1.0)
     fresh_pool: int = Field(default=2_000, ge=1)
-
-    @model_validator(mode="after")
-    def _k_within_max(self) -> FeedSettings:
-        if self.default_k > self.max_k:
-            raise ValueError(f"default_k ({self.default_k}) exceeds max_k ({self.max_k})")
-        return self
 
 
 class Settings(BaseSettings):

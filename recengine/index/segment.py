@@ -23,6 +23,7 @@ A segment is immutable; deletions are a separate ``alive`` mask owned by the cal
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -125,20 +126,7 @@ class Segment:
 
     def rows(self, keep: npt.NDArray[np.bool_]) -> Rows:
         """The kept rows back in :class:`Rows` form (to merge segments)."""
-        sel = np.flatnonzero(keep)
-        vec_idx, vec_indptr = gather_ranges(self.vec_indptr, sel)
-        tag_idx, tag_indptr = gather_ranges(self.tag_indptr, sel)
-        return Rows(
-            ids=self.ids[sel],
-            fingerprints=self.fingerprints[sel],
-            published=self.published[sel],
-            category=self.category[sel],
-            tag_indptr=tag_indptr,
-            tag_hashes=self.tag_hashes[tag_idx],
-            vec_indptr=vec_indptr,
-            vec_hashes=self.terms[self.vec_cols[vec_idx]],
-            vec_weights=self.vec_weights[vec_idx],
-        )
+        return _select(self, np.flatnonzero(keep), lambda idx: self.terms[self.vec_cols[idx]])
 
 
 def ranges(starts: I64, lengths: I64) -> I64:
@@ -235,18 +223,25 @@ def build_segment(rows: Rows, index_terms: int) -> Segment:
 
 
 def _take(rows: Rows, order: npt.NDArray[np.intp]) -> Rows:
-    vec_idx, vec_indptr = gather_ranges(rows.vec_indptr, order)
-    tag_idx, tag_indptr = gather_ranges(rows.tag_indptr, order)
+    return _select(rows, order, lambda idx: rows.vec_hashes[idx])
+
+
+def _select(
+    src: Rows | Segment, sel: npt.NDArray[np.intp], hashes_at: Callable[[I64], U64]
+) -> Rows:
+    """Rows ``sel`` of ``src`` (in that order); ``hashes_at`` maps value positions to hashes."""
+    vec_idx, vec_indptr = gather_ranges(src.vec_indptr, sel)
+    tag_idx, tag_indptr = gather_ranges(src.tag_indptr, sel)
     return Rows(
-        ids=rows.ids[order],
-        fingerprints=rows.fingerprints[order],
-        published=rows.published[order],
-        category=rows.category[order],
+        ids=src.ids[sel],
+        fingerprints=src.fingerprints[sel],
+        published=src.published[sel],
+        category=src.category[sel],
         tag_indptr=tag_indptr,
-        tag_hashes=rows.tag_hashes[tag_idx],
+        tag_hashes=src.tag_hashes[tag_idx],
         vec_indptr=vec_indptr,
-        vec_hashes=rows.vec_hashes[vec_idx],
-        vec_weights=rows.vec_weights[vec_idx],
+        vec_hashes=hashes_at(vec_idx),
+        vec_weights=src.vec_weights[vec_idx],
     )
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, and_, select
+from sqlalchemy import Row, Select, and_, select
 from sqlalchemy.orm import Session
 
 from recengine.storage.articles import IN_CHUNK
@@ -104,38 +104,37 @@ def query_article(*, session: Session, external_id: str, version: int | None) ->
 
 def features_by_id(*, session: Session, version: int, ids: Sequence[int]) -> dict[int, Row[Any]]:
     """Live articles' ``(id, fingerprint, vector, published_at)`` under ``version``, by id."""
-    out: dict[int, Row[Any]] = {}
-    for start in range(0, len(ids), IN_CHUNK):
-        rows = session.execute(
-            select(
-                Article.id,
-                ArticleFeatures.fingerprint,
-                ArticleFeatures.vector,
-                Article.published_at,
-            )
-            .join(ArticleFeatures, _features_join(version))
-            .where(Article.id.in_(ids[start : start + IN_CHUNK]), Article.deleted_at.is_(None))
-        ).all()
-        out.update({r.id: r for r in rows})
-    return out
+    query = select(
+        Article.id, ArticleFeatures.fingerprint, ArticleFeatures.vector, Article.published_at
+    ).join(ArticleFeatures, _features_join(version))
+    return _live_by_id(session, query, ids)
 
 
 def briefs(*, session: Session, ids: Sequence[int]) -> dict[int, Row[Any]]:
     """Live articles' ``(id, external_id, title, url, category, tags, published_at)``, by id."""
+    query = select(
+        Article.id,
+        Article.external_id,
+        Article.title,
+        Article.url,
+        Article.category,
+        Article.tags,
+        Article.published_at,
+    )
+    return _live_by_id(session, query, ids)
+
+
+def _live_by_id(
+    session: Session, query: Select[*tuple[Any, ...]], ids: Sequence[int]
+) -> dict[int, Row[Any]]:
+    """Rows of ``query`` (its first column ``Article.id``) for the live articles among ``ids``."""
     out: dict[int, Row[Any]] = {}
     for start in range(0, len(ids), IN_CHUNK):
+        chunk = ids[start : start + IN_CHUNK]
         rows = session.execute(
-            select(
-                Article.id,
-                Article.external_id,
-                Article.title,
-                Article.url,
-                Article.category,
-                Article.tags,
-                Article.published_at,
-            ).where(Article.id.in_(ids[start : start + IN_CHUNK]), Article.deleted_at.is_(None))
+            query.where(Article.id.in_(chunk), Article.deleted_at.is_(None))
         ).all()
-        out.update({r.id: r for r in rows})
+        out.update({r[0]: r for r in rows})
     return out
 
 
