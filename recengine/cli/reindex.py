@@ -9,6 +9,7 @@ from tqdm import tqdm
 
 from recengine.cli.context import CliContext
 from recengine.pipeline.reindex import reindex as run_reindex
+from recengine.recommend.live import LiveIndex
 from recengine.storage.articles import count_live
 from recengine.storage.db import transaction
 
@@ -29,6 +30,12 @@ def run(ctx: CliContext) -> None:
         f"{result.n_terms} terms"
         + (f", {result.caught_up} written meanwhile caught up" if result.caught_up else "")
     )
+    if ctx.settings.related.persist:
+        # Build and save the related-articles index now, so that servers switching to the new
+        # model load it instead of each building it (recommend.live).
+        with transaction(ctx.factory) as session:
+            snap = LiveIndex(ctx.settings, ctx.factory, background=False).current(session=session)
+        click.echo(f"related-articles index: {len(snap.view)} articles, saved")
 
 
 @click.command()

@@ -92,9 +92,9 @@ class LiveIndex:
         self.factory = factory
         self.background = background
         self.directory = settings.data_dir / "index" / "related"
-        self.database = hashlib.sha256(
-            factory.kw["bind"].url.render_as_string(hide_password=True).encode()
-        ).hexdigest()[:16]
+        bind = factory.kw.get("bind")
+        url = bind.url.render_as_string(hide_password=True) if bind is not None else "?"
+        self.database = hashlib.sha256(url.encode()).hexdigest()[:16]
         self._snapshot: Snapshot | None = None
         self._lock = threading.RLock()
         self._checked_at = -float("inf")
@@ -244,7 +244,7 @@ class LiveIndex:
     def _load_saved(self, version: int, seq: int) -> Snapshot | None:
         if not self.related.persist:
             return None
-        for path in sorted(self.directory.glob(f"related-v{version}-s*.seg"), reverse=True):
+        for path in sorted(self.directory.glob(f"related-v{version:09d}-s*.seg"), reverse=True):
             try:
                 segment, meta = load_segment(path)
             except (OSError, CorruptSegment) as exc:
@@ -258,7 +258,7 @@ class LiveIndex:
     def _save(self, segment: Segment, version: int, seq: int) -> None:
         if not self.related.persist:
             return
-        path = self.directory / f"related-v{version}-s{seq:015d}.seg"
+        path = self.directory / f"related-v{version:09d}-s{seq:015d}.seg"
         meta = {"database": self.database, "version": version, "seq": seq}
         try:
             save_segment(segment, path, meta)
