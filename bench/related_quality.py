@@ -43,9 +43,9 @@ from bench.related_common import (
 from bench.related_sweeps import sweep_candidates, sweep_weighting
 from recengine.features.simhash import hamming_many
 from recengine.features.tfidf import IdfModel, TfidfVectorizer
-from recengine.index.view import RowFilter, SearchParams
+from recengine.index.view import RowFilter
 from recengine.pipeline.featurize import Featurizer
-from recengine.recommend.live import LiveIndex
+from recengine.recommend.live import LiveIndex, search_params
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.features import load_model_payload
 
@@ -131,12 +131,11 @@ def candidate_recall(
     """Share of the exact top 10 that the index's candidate stage ranks in its top 10."""
     if not exact:
         return 1.0
-    r = service.settings.related
     q = stored.vectors[i]
     hits = snap.view.search(
         q.hashes,
         q.weights,
-        SearchParams(r.query_terms, r.postings_per_term, r.candidates),
+        search_params(service.settings),
         RowFilter(exclude_ids=stored.internal[[i]]),
         int(stored.internal[i]),
     )

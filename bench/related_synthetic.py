@@ -6,12 +6,14 @@ near-copy of 400 others, which no real site looks like. Instead each synthetic a
 * takes the length (in tokens) of a random real article A;
 * draws its tokens from a Dirichlet(1, 1, 1) mixture of A and two more real articles of A's
   corpus and category (with replacement, by frequency);
-* renames 30% of its distinct words to a variant shared by about 100 synthetic articles (a
-  "shard": word ``w`` becomes ``w#s``), so the vocabulary grows with the corpus as real
-  vocabularies do (names, products, events) instead of staying at the real corpora's size.
+* renames 30% of its distinct words to a variant shared by the articles of its "shard" (word
+  ``w`` becomes ``w#s``; ``min(n / 100, 1000)`` shards), so the vocabulary grows with the
+  corpus as real vocabularies do (names, products, events) instead of staying at the real
+  corpora's size: 1.8M distinct stored terms at 100k articles.
 
-Median cosine of an article's 1st / 10th / 100th nearest neighbour: 0.22 / 0.17 / 0.12 at 1M
-articles, against 0.11-0.29 / 0.04-0.11 on the three real corpora (their sizes are 100-2,000).
+Median cosine of an article's 1st / 10th / 100th nearest neighbour: 0.24 / 0.17 / 0.07 at 100k
+articles (``bench.related_speed`` prints it for each size), against 0.11-0.29 / 0.04-0.11 /
+0.02-0.03 on the three real corpora (100-2,000 articles each).
 Categories and tags are A's; publication dates are spread over 2020-2025.
 
 :func:`write_database` stores such a corpus straight into a SQLite database (articles, features
@@ -41,7 +43,7 @@ from recengine.storage.db import make_engine, make_session_factory, transaction
 from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ArticleFeatures, EngineState, IdfModelRow
 
-RENAMED, SHARD_SIZE, MIXTURE = 0.3, 100, 3
+RENAMED, SHARD_SIZE, MAX_SHARDS, MIXTURE = 0.3, 100, 1_000, 3
 
 
 @dataclass
@@ -75,7 +77,7 @@ def pools(settings: Settings) -> Pools:
 def generate(p: Pools, n: int, seed: int) -> tuple[np.ndarray[Any, Any], ...]:
     """Per synthetic article: term keys and counts (CSR), and its source article."""
     rng = np.random.default_rng(seed)
-    shards, v = max(1, n // SHARD_SIZE), len(p.vocab)
+    shards, v = min(MAX_SHARDS, max(1, n // SHARD_SIZE)), len(p.vocab)
     keys, counts, lengths, sources = [], [], np.zeros(n, np.int64), np.zeros(n, np.int64)
     for i in range(n):
         a = int(rng.integers(len(p.docs)))

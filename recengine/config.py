@@ -111,6 +111,8 @@ class RelatedSettings(_Listing):
     index_terms: int = Field(default=64, ge=1, le=100_000)
     query_terms: int = Field(default=32, ge=1, le=100_000)
     postings_per_term: int = Field(default=2_000, ge=1)
+    scale_postings: bool = True
+    min_postings_per_term: int = Field(default=100, ge=1)
     candidates: int = Field(default=200, ge=1, le=100_000)
     sync_interval_s: float = Field(default=0.0, ge=0.0, le=3_600.0)
     delta_max_rows: int = Field(default=20_000, ge=1)

@@ -118,12 +118,19 @@ def rows_subset(rows: Rows, keep: npt.NDArray[np.bool_]) -> Rows:
     per_term=st.integers(1, 6),
     query_terms=st.integers(1, 6),
     n_candidates=st.integers(1, 15),
+    scale=st.booleans(),
 )
 def test_answers_do_not_depend_on_segment_layout(
-    seed: int, n: int, cut: list[int], per_term: int, query_terms: int, n_candidates: int
+    seed: int,
+    n: int,
+    cut: list[int],
+    per_term: int,
+    query_terms: int,
+    n_candidates: int,
+    scale: bool,
 ) -> None:
     rows = random_rows(seed, n)
-    params = SearchParams(query_terms, per_term, n_candidates)
+    params = SearchParams(query_terms, per_term, n_candidates, scale, min_per_term=1)
     one = IndexView((Part(build_segment(rows, 6), np.ones(n, bool)),))
     many = split(rows, [c % n for c in cut], 6, dead=set(rows.ids[: n // 3].tolist()))
     q = seed % n

@@ -47,6 +47,10 @@ class Part:
 
     segment: Segment
     alive: Bools
+    all_alive: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "all_alive", bool(self.alive.all()))
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,8 @@ class SearchParams:
     query_terms: int
     per_term: int
     n_candidates: int
+    scale_by_weight: bool = False
+    min_per_term: int = 100
 
 
 class IndexView:
@@ -252,7 +258,8 @@ def _candidates(
     while useful < params.query_terms and next_term < m:
         batch = np.arange(next_term, min(m, next_term + params.query_terms - useful))
         next_term = int(batch[-1]) + 1
-        terms, weights, ids, where, rows = _merged_heads(parts, located, batch, params.per_term)
+        caps = term_caps(q_weights[batch], float(q_weights[0]), params)
+        terms, weights, ids, where, rows = _merged_heads(parts, located, batch, caps)
         good = _useful_terms(terms, ids, self_id)
         useful += len(good)
         keep = np.isin(terms, good)
@@ -272,9 +279,22 @@ def _candidates(
     return where[first], rows[first], partial
 
 
+def term_caps(weights: F32, top: float, params: SearchParams) -> I64:
+    """Postings read per query term: ``per_term`` scaled by the term's weight relative to the
+    query's largest, at least ``min_per_term``. A posting's contribution is ``q_t * w_dt``, so
+    a light query term's deep postings matter least."""
+    if not params.scale_by_weight or top <= 0:
+        return np.full(len(weights), params.per_term, dtype=np.int64)
+    scaled = np.ceil(params.per_term * weights.astype(np.float64) / top).astype(np.int64)
+    return np.clip(scaled, min(params.min_per_term, params.per_term), params.per_term)
+
+
 def _useful_terms(terms: I64, ids: I64, self_id: int | None) -> I64:
-    other = ids != self_id if self_id is not None else np.ones(len(ids), bool)
-    return np.unique(terms[other])
+    """The query terms (indices) whose heads hold some article other than ``self_id``."""
+    other = terms[ids != self_id] if self_id is not None else terms
+    if not len(other):
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(np.bincount(other, minlength=int(other.max()) + 1))
 
 
 def _locate(seg: Segment, q_hashes: U64) -> tuple[I64, I64]:
@@ -294,7 +314,7 @@ def _merged_heads(
     parts: tuple[Part, ...],
     located: list[tuple[I64, I64]],
     batch: I64,
-    per_term: int,
+    caps: I64,
 ) -> tuple[I64, F64, I64, npt.NDArray[np.intp], npt.NDArray[np.intp]]:
     """Each batch term's ``per_term`` best live postings over all parts, in head order.
 
@@ -303,7 +323,7 @@ def _merged_heads(
     got = []
     for i, part in enumerate(parts):
         start, end = located[i]
-        terms, weights, rows = _live_heads(part, start[batch], end[batch], per_term)
+        terms, weights, rows = _live_heads(part, start[batch], end[batch], caps)
         got.append((batch[terms], weights, part.segment.ids[rows], np.full(len(rows), i), rows))
     terms = np.concatenate([g[0] for g in got])
     weights = np.concatenate([g[1] for g in got])
@@ -319,7 +339,7 @@ def _merged_heads(
             where[order],
             rows[order],
         )
-        keep = _rank_in_groups(terms) < per_term
+        keep = _rank_in_groups(terms) < caps[np.searchsorted(batch, terms)]
         terms, weights, ids, where, rows = (
             terms[keep],
             weights[keep],
@@ -340,7 +360,7 @@ def _rank_in_groups(keys: I64) -> I64:
 
 
 def _live_heads(
-    part: Part, start: I64, end: I64, per_term: int
+    part: Part, start: I64, end: I64, caps: I64
 ) -> tuple[I64, F64, npt.NDArray[np.intp]]:
     """The first ``per_term`` live postings of each range: (range index, weight, row).
 
@@ -348,7 +368,13 @@ def _live_heads(
     deleted rows left fewer than ``per_term`` live ones.
     """
     seg = part.segment
-    take = np.full(len(start), per_term, dtype=np.int64)
+    if part.all_alive:  # nothing to skip: the heads are the first postings
+        lengths = np.minimum(end - start, caps)
+        idx = ranges(start, lengths)
+        term = np.repeat(np.arange(len(start)), lengths)
+        heads = seg.post_rows[idx].astype(np.intp)
+        return term, seg.post_weights[idx].astype(np.float64), heads
+    take = caps.astype(np.int64)
     while True:
         lengths = np.minimum(end - start, take)
         idx = ranges(start, lengths)
@@ -356,13 +382,13 @@ def _live_heads(
         alive = part.alive[rows]
         indptr = np.concatenate(([0], np.cumsum(lengths)))
         live = _segment_sums(alive, indptr).astype(np.int64)
-        short = (live < per_term) & (lengths < end - start)
+        short = (live < caps) & (lengths < end - start)
         if not short.any():
             break
         take = np.where(short, take * 2, take)
     before = np.repeat(np.concatenate(([0], np.cumsum(live)[:-1])), lengths)
     rank = np.cumsum(alive) - 1 - before
-    keep = alive & (rank < per_term)
+    keep = alive & (rank < np.repeat(caps, lengths))
     term = np.repeat(np.arange(len(start)), lengths)
     return term[keep], seg.post_weights[idx[keep]].astype(np.float64), rows[keep].astype(np.intp)
 

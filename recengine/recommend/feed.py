@@ -31,11 +31,11 @@ from sqlalchemy.orm import Session
 
 from recengine.config import Settings
 from recengine.errors import NotFound
-from recengine.index.view import Hits, RowFilter, SearchParams
+from recengine.index.view import Hits, RowFilter
 from recengine.recommend.criterion import DuplicateCriterion
 from recengine.recommend.explain import shared_terms
 from recengine.recommend.interests import Interest, find_interests, history_of
-from recengine.recommend.live import LiveIndex, Snapshot
+from recengine.recommend.live import LiveIndex, Snapshot, search_params
 from recengine.recommend.params import Filters, check_id, check_int
 from recengine.recommend.related import above, item, to_row_filter, with_clusters
 from recengine.recommend.slate import Slate
@@ -133,8 +133,7 @@ class ReaderFeeds:
         min_score: float,
         k: int,
     ) -> list[tuple[Interest, Hits]]:
-        r = self.settings.related
-        params = SearchParams(r.query_terms, r.postings_per_term, max(r.candidates, 3 * k))
+        params = search_params(self.settings, max(self.settings.related.candidates, 3 * k))
         out = []
         for interest in interests:
             hits = snap.view.search(interest.hashes, interest.weights, params, row_filter)

@@ -47,7 +47,7 @@ from recengine.config import Settings
 from recengine.errors import ModelMissing
 from recengine.index.segment import Segment, build_segment, concat_rows, empty_rows
 from recengine.index.segment_file import CorruptSegment, load_segment, save_segment
-from recengine.index.view import IndexView, Part
+from recengine.index.view import IndexView, Part, SearchParams
 from recengine.recommend.rows import to_rows
 from recengine.storage.db import transaction
 from recengine.storage.index_source import index_changes, index_rows_after
@@ -67,6 +67,18 @@ class Snapshot:
     @property
     def parts(self) -> tuple[Part, ...]:
         return self.view.parts
+
+
+def search_params(settings: Settings, n_candidates: int | None = None) -> SearchParams:
+    """The candidate-stage sizes of ``related`` settings (``n_candidates`` overrides theirs)."""
+    r = settings.related
+    return SearchParams(
+        query_terms=r.query_terms,
+        per_term=r.postings_per_term,
+        n_candidates=r.candidates if n_candidates is None else n_candidates,
+        scale_by_weight=r.scale_postings,
+        min_per_term=r.min_postings_per_term,
+    )
 
 
 def _ones(segment: Segment) -> Part:

@@ -29,10 +29,10 @@ from sqlalchemy.orm import Session
 from recengine.config import Settings
 from recengine.errors import ModelMissing, NotFound
 from recengine.features.tfidf import EMPTY_VECTOR, SparseVector
-from recengine.index.view import Hits, RowFilter, SearchParams
+from recengine.index.view import Hits, RowFilter
 from recengine.recommend.criterion import NO_CLUSTER, DuplicateCriterion
 from recengine.recommend.explain import shared_terms
-from recengine.recommend.live import LiveIndex, Snapshot
+from recengine.recommend.live import LiveIndex, Snapshot, search_params
 from recengine.recommend.params import Filters, check_id, check_int
 from recengine.recommend.rows import epoch, label_hashes
 from recengine.recommend.suppress import Articles, Picked, pick
@@ -115,10 +115,9 @@ class RelatedArticles:
         wanted: int,
     ) -> tuple[Hits, Picked]:
         """Candidates, best first, and the ones kept after suppression (``wanted`` at most)."""
-        r = self.settings.related
-        n = max(r.candidates, 3 * wanted)
+        n = max(self.settings.related.candidates, 3 * wanted)
         for _ in range(MAX_ROUNDS):
-            params = SearchParams(r.query_terms, r.postings_per_term, n)
+            params = search_params(self.settings, n)
             hits = snap.view.search(
                 query.vector.hashes, query.vector.weights, params, row_filter, query.id
             )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -19,8 +20,9 @@ from recengine.features.tfidf import SparseVector
 from recengine.index.segment import NO_DATE, NO_LABEL, Rows, empty_rows
 
 
+@lru_cache(maxsize=65_536)
 def label_hash(label: str) -> int:
-    """Hash of a category or tag (never :data:`NO_LABEL`)."""
+    """Hash of a category or tag (never :data:`NO_LABEL`); cached, labels repeat a lot."""
     return term_hash(label) or 1
 
 
