@@ -12,7 +12,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
 from recengine.errors import InvalidRequest, NotFound
-from recengine.features.simhash import hamming
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.recommend.feed import ReaderFeeds
@@ -64,29 +63,27 @@ def shown(body: dict[str, Any]) -> list[str]:
 
 
 def test_feed_leaves_out_read_articles_and_their_duplicates(
-    feeds: ReaderFeeds, factory: sessionmaker[Session], records: list[dict[str, Any]]
+    settings: Settings,
+    feeds: ReaderFeeds,
+    factory: sessionmaker[Session],
+    records: list[dict[str, Any]],
 ) -> None:
     history = [r["id"] for r in records[:3]]
     read(feeds, factory, "ann", history)
     body = feed(feeds, factory, "ann", k=20)
     assert set(body) == {"user", "items", "suppressed"} and len(body["items"]) == 20
-    internal, prints = facts(factory)
-
-    def distance(a: str, b: str) -> int:
-        return hamming(prints[internal[a]], prints[internal[b]])
-
+    known = facts(factory, settings)
     assert not set(history) & set(shown(body))
     for entry in body["items"]:
         assert set(entry) == {"id", "title", "url", "score", "reasons"}
-        assert all(distance(entry["id"], h) > 3 for h in history)
+        assert not any(known.near_duplicates(entry["id"], h) for h in history)
     # the reposts that are near-duplicates by the criterion are reported, with their reason
-    dups = {f"repost-1-{h}": h for h in history if distance(f"repost-1-{h}", h) <= 3}
+    dups = {f"repost-1-{h}" for h in history if known.near_duplicates(f"repost-1-{h}", h)}
     assert dups
     for s in body["suppressed"]:
-        assert s["duplicate_of"] in history and s["distance"] == distance(
-            s["id"], s["duplicate_of"]
-        )
-    assert set(dups) <= {s["id"] for s in body["suppressed"]}
+        assert s["duplicate_of"] in history
+        assert s["distance"] == known.distance(s["id"], s["duplicate_of"])
+    assert dups <= {s["id"] for s in body["suppressed"]}
 
 
 def test_a_topic_read_once_does_not_dominate(

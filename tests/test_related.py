@@ -92,7 +92,7 @@ def test_body_has_exactly_the_contract_shape(
     }
     for s in body["suppressed"]:
         assert set(s) == {"id", "duplicate_of", "distance"}
-        assert s["duplicate_of"] == corpus[0]["id"] and 0 <= s["distance"] <= 3
+        assert s["duplicate_of"] == corpus[0]["id"] and 0 <= s["distance"] <= 8
     assert corpus[0]["id"] not in ids(body)
 
 
@@ -159,7 +159,8 @@ def test_filters(
     assert days and all(10 <= d < 20 for d in days)
 
     scores = [e["score"] for e in ask(service, factory, aid, k=50)["items"]]
-    cut = scores[len(scores) // 2]
+    middle = len(scores) // 2
+    cut = (scores[middle] + scores[middle + 1]) / 2  # between two shown (rounded) scores
     body = ask(service, factory, aid, k=50, min_score=cut)
     assert [e["score"] for e in body["items"]] == [s for s in scores if s >= cut]
     with pytest.raises(InvalidRequest):
@@ -218,8 +219,8 @@ def test_cluster_members_are_suppressed_whatever_their_distance(
             for r in corpus
         }
     # clustering put the query with shown[0], and shown[1] with shown[2]
-    clusters = [(internal[aid], internal[aid]), (internal[shown[0]], internal[aid])]
-    clusters += [(internal[shown[1]], internal[shown[1]]), (internal[shown[2]], internal[shown[1]])]
+    # (a canonical article has no row of its own: its members point at it)
+    clusters = [(internal[shown[0]], internal[aid]), (internal[shown[2]], internal[shown[1]])]
     with factory() as session, session.begin():
         session.execute(
             insert(ClusterMember),

@@ -31,8 +31,9 @@ from sqlalchemy.orm import Session
 
 from recengine.config import Settings
 from recengine.errors import NotFound
+from recengine.features.tfidf import EMPTY_VECTOR, SparseVector
 from recengine.index.view import Hits, RowFilter
-from recengine.recommend.criterion import DuplicateCriterion
+from recengine.recommend.criterion import Articles, DuplicateCriterion, anonymous
 from recengine.recommend.explain import shared_terms
 from recengine.recommend.interests import Interest, find_interests, history_of
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
@@ -40,6 +41,7 @@ from recengine.recommend.params import Filters, check_id, check_int
 from recengine.recommend.related import above, item, to_row_filter, with_clusters
 from recengine.recommend.slate import Slate
 from recengine.storage.events import add_events, read_article_ids
+from recengine.storage.features import features_of
 from recengine.storage.index_source import briefs, fingerprints_by_id, internal_ids
 from recengine.storage.state import begin_write
 
@@ -55,7 +57,7 @@ class ReaderFeeds:
     def __init__(self, settings: Settings, index: LiveIndex) -> None:
         self.settings = settings
         self.index = index
-        self.criterion = DuplicateCriterion(settings.features.hamming_k)
+        self.criterion = DuplicateCriterion.from_settings(settings)
 
     def record_reads(
         self,
@@ -109,12 +111,7 @@ class ReaderFeeds:
         history = history_of(session, snap.version, user_id, f, datetime.now(UTC))
         interests = find_interests(history, f)
         row_filter = to_row_filter(session, parsed, exclude=read)
-        prints = fingerprints_by_id(session=session, version=snap.version, ids=read)
-        anchors = with_clusters(
-            session,
-            np.fromiter(prints.keys(), np.int64, len(prints)),
-            np.fromiter(prints.values(), np.uint64, len(prints)),
-        )
+        anchors = self._anchors(session, snap, read)
         slate = Slate(snap, anchors, self.criterion, f.max_pair_similarity, k)
         for interest, hits in self._candidates(snap, interests, row_filter, parsed.min_score, k):
             slate.offer(session, interest, hits)
@@ -124,6 +121,22 @@ class ReaderFeeds:
             slate.offer(session, None, fresh)
             slate.fill()
         return self._body(session, snap, user_id, slate)
+
+    def _anchors(self, session: Session, snap: Snapshot, read: list[int]) -> Articles:
+        """Every read article with features: nothing in the feed may duplicate one of them."""
+        prints = fingerprints_by_id(session=session, version=snap.version, ids=read)
+        ids = np.fromiter(prints.keys(), np.int64, len(prints))
+
+        def vector(j: int) -> SparseVector:
+            where = snap.view.locate(int(ids[j]))
+            if where is not None:
+                return anonymous(*snap.view.vector(*where))
+            stored = features_of(session=session, version=snap.version, article_ids=[int(ids[j])])
+            return SparseVector.from_bytes(stored[0].vector) if stored else EMPTY_VECTOR
+
+        return with_clusters(
+            session, ids, np.fromiter(prints.values(), np.uint64, len(prints)), vector
+        )
 
     def _candidates(
         self,

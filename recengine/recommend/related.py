@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
@@ -30,13 +31,19 @@ from recengine.config import Settings
 from recengine.errors import ModelMissing, NotFound
 from recengine.features.tfidf import EMPTY_VECTOR, SparseVector
 from recengine.index.view import Hits, RowFilter
-from recengine.recommend.criterion import NO_CLUSTER, DuplicateCriterion
+from recengine.recommend.criterion import (
+    NO_CLUSTER,
+    Articles,
+    DuplicateCriterion,
+    VectorAt,
+    anonymous,
+)
 from recengine.recommend.explain import shared_terms
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
 from recengine.recommend.params import Filters, check_id, check_int
 from recengine.recommend.rows import epoch, label_hashes
-from recengine.recommend.suppress import Articles, Picked, pick
-from recengine.storage.cluster_lookup import canonical_of
+from recengine.recommend.suppress import Picked, pick
+from recengine.storage.clusters import clusters_of
 from recengine.storage.index_source import briefs, internal_ids, query_article
 from recengine.storage.state import read_state
 
@@ -68,7 +75,7 @@ class RelatedArticles:
     def __init__(self, settings: Settings, index: LiveIndex) -> None:
         self.settings = settings
         self.index = index
-        self.criterion = DuplicateCriterion(settings.features.hamming_k)
+        self.criterion = DuplicateCriterion.from_settings(settings)
 
     def related(
         self,
@@ -122,24 +129,29 @@ class RelatedArticles:
                 query.vector.hashes, query.vector.weights, params, row_filter, query.id
             )
             hits = above(hits, min_score)
-            picked = self._pick(session, hits, query, wanted)
+            picked = self._pick(session, snap, hits, query, wanted)
             if len(picked.kept) >= wanted or len(hits) < n:
                 break
             n *= GROWTH
         return hits, picked
 
-    def _pick(self, session: Session, hits: Hits, query: Query, wanted: int) -> Picked:
+    def _pick(
+        self, session: Session, snap: Snapshot, hits: Hits, query: Query, wanted: int
+    ) -> Picked:
         """Suppression over a growing prefix of ``hits``: clusters are looked up only for the
         candidates it needs (usually a few more than ``wanted``)."""
         window = min(len(hits), 2 * wanted + 8)
+        stored = hit_vectors(snap, hits)
         while True:
             # one look-up for the query and the candidates: its cluster may have changed too
             ids = np.concatenate((np.array([query.id], np.int64), hits.ids[:window]))
             prints = np.concatenate(
                 (np.array([query.fingerprint], np.uint64), hits.fingerprints[:window])
             )
-            found = with_clusters(session, ids, prints)
-            prefix = Articles(found.ids[1:], found.fingerprints[1:], found.clusters[1:])
+            found = with_clusters(
+                session, ids, prints, lambda j: query.vector if j == 0 else stored(j - 1)
+            )
+            prefix = found.take(range(1, len(ids)))
             picked = pick(prefix, found.take([0]), self.criterion, wanted)
             if len(picked.kept) >= wanted or window >= len(hits):
                 return picked
@@ -235,11 +247,22 @@ def above(hits: Hits, min_score: float) -> Hits:
     return Hits(hits.part[:n], hits.row[:n], hits.ids[:n], hits.scores[:n], hits.fingerprints[:n])
 
 
-def with_clusters(session: Session, ids: np.ndarray[Any, Any], prints: Any) -> Articles:
+def with_clusters(
+    session: Session, ids: npt.NDArray[np.int64], prints: npt.NDArray[np.uint64], vector: VectorAt
+) -> Articles:
     """Articles with their cluster (canonical id) looked up in ``cluster_members``."""
-    found = canonical_of(session=session, ids=[int(i) for i in ids])
-    clusters = np.array([found.get(int(i), (NO_CLUSTER, 0))[0] for i in ids], dtype=np.int64)
-    return Articles(np.asarray(ids, np.int64), np.asarray(prints, np.uint64), clusters)
+    found = clusters_of(session=session, article_ids=[int(i) for i in ids])
+    clusters = np.array([found.get(int(i), NO_CLUSTER) for i in ids], dtype=np.int64)
+    return Articles(np.asarray(ids, np.int64), np.asarray(prints, np.uint64), clusters, vector)
+
+
+def hit_vectors(snap: Snapshot, hits: Hits) -> VectorAt:
+    """``j -> stored vector of hits[j]``, read from the index when asked for."""
+
+    def vector(j: int) -> SparseVector:
+        return anonymous(*snap.view.vector(int(hits.part[j]), int(hits.row[j])))
+
+    return vector
 
 
 def item(row: Row[Any], score: float, reasons: dict[str, Any]) -> dict[str, Any]:

@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from sqlalchemy.orm import Session
 
+from recengine.features.tfidf import SparseVector
 from recengine.index.view import Hits
-from recengine.recommend.criterion import DuplicateCriterion
+from recengine.recommend.criterion import Articles, DuplicateCriterion, anonymous
 from recengine.recommend.interests import Interest
 from recengine.recommend.live import Snapshot
-from recengine.recommend.related import with_clusters
-from recengine.recommend.suppress import Articles, closest_duplicate
+from recengine.recommend.related import hit_vectors, with_clusters
+from recengine.recommend.suppress import closest_duplicate
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class Slate:
 
     def offer(self, session: Session, interest: Interest | None, hits: Hits) -> None:
         """Queue a ranked list (best first) of one interest (None: fresh articles)."""
-        articles = with_clusters(session, hits.ids, hits.fingerprints)
+        articles = with_clusters(session, hits.ids, hits.fingerprints, hit_vectors(self.snap, hits))
         self._queues.append(_Queue(interest, hits, articles))
 
     def fill(self) -> None:
@@ -110,17 +111,24 @@ class Slate:
         return None
 
     def _duplicate(self, entry: Entry) -> bool:
-        kept = Articles(
-            np.array([e.id for e in self.kept], np.int64),
-            np.array([e.fingerprint for e in self.kept], np.uint64),
-            np.array([e.cluster for e in self.kept], np.int64),
-        )
-        for others in (self.anchors, kept):
-            reason = closest_duplicate(entry.fingerprint, entry.cluster, others, self.criterion)
+        one = self._as_articles([entry])
+        for others in (self.anchors, self._as_articles(self.kept)):
+            reason = closest_duplicate(one, others, self.criterion)
             if reason is not None:
                 self.suppressed.append(Cut(entry.id, *reason))
                 return True
         return False
+
+    def _as_articles(self, entries: list[Entry]) -> Articles:
+        def vector(j: int) -> SparseVector:
+            return anonymous(*self.snap.view.vector(entries[j].part, entries[j].row))
+
+        return Articles(
+            np.array([e.id for e in entries], np.int64),
+            np.array([e.fingerprint for e in entries], np.uint64),
+            np.array([e.cluster for e in entries], np.int64),
+            vector,
+        )
 
     def _too_similar(self, entry: Entry) -> bool:
         if not self.kept or self.max_pair_similarity >= 1.0:

@@ -3,9 +3,9 @@
 Walking the candidates best first, a candidate is suppressed when the criterion
 (``recommend.criterion``) makes it a duplicate of an *anchor* (the query article; for a feed,
 every article the reader has read) or of a result already kept. So the list never holds the
-query's duplicates, never two articles of one cluster and never two articles within the
-fingerprint distance of each other; of each group of duplicates, the best-scoring one is shown
-(not necessarily the cluster's canonical article: the one most related to this query).
+query's duplicates, never two articles of one cluster and never two near-duplicates of each
+other; of each group of duplicates, the best-scoring one is shown (not necessarily the cluster's
+canonical article: the one most related to this query).
 """
 
 from __future__ import annotations
@@ -14,25 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
 
-from recengine.recommend.criterion import DuplicateCriterion
-
-
-@dataclass(frozen=True)
-class Articles:
-    """Parallel arrays: ids ``int64 (n,)``, fingerprints ``uint64 (n,)``, clusters ``int64 (n,)``
-    (canonical id, or ``criterion.NO_CLUSTER``)."""
-
-    ids: npt.NDArray[np.int64]
-    fingerprints: npt.NDArray[np.uint64]
-    clusters: npt.NDArray[np.int64]
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def take(self, positions: list[int]) -> Articles:
-        return Articles(self.ids[positions], self.fingerprints[positions], self.clusters[positions])
+from recengine.recommend.criterion import Articles, DuplicateCriterion
 
 
 @dataclass(frozen=True)
@@ -70,10 +53,10 @@ def pick(
     for i in range(len(candidates)):
         if len(out.kept) >= limit:
             break
-        fingerprint, cluster = int(candidates.fingerprints[i]), int(candidates.clusters[i])
-        reason = closest_duplicate(fingerprint, cluster, anchors, criterion)
+        one = candidates.take([i])
+        reason = closest_duplicate(one, anchors, criterion)
         if reason is None and out.kept:
-            reason = closest_duplicate(fingerprint, cluster, candidates.take(out.kept), criterion)
+            reason = closest_duplicate(one, candidates.take(out.kept), criterion)
         if reason is not None:
             out.suppressed.append(Suppressed(i, reason[0], reason[1], len(out.kept)))
         elif accept is None or accept(i, out.kept):
@@ -82,12 +65,14 @@ def pick(
 
 
 def closest_duplicate(
-    fingerprint: int, cluster: int, others: Articles, criterion: DuplicateCriterion
+    one: Articles, others: Articles, criterion: DuplicateCriterion
 ) -> tuple[int, int] | None:
-    """``(id, distance)`` of the closest of ``others`` that the article duplicates, or None."""
+    """``(id, distance)`` of the closest of ``others`` that the article ``one[0]`` duplicates."""
     if not len(others):
         return None
-    dup, distance = criterion.match(fingerprint, cluster, others.fingerprints, others.clusters)
+    dup, distance = criterion.match(
+        int(one.fingerprints[0]), int(one.clusters[0]), lambda: one.vector(0), others
+    )
     if not dup.any():
         return None
     hits = np.flatnonzero(dup)
