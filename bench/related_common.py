@@ -26,10 +26,12 @@ from sqlalchemy import select
 
 from bench.corpus import Doc, csdn, jsonl, shared_data
 from recengine.config import Settings, load_settings
+from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import SparseVector
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.reindex import reindex
+from recengine.storage.clusters import clusters_of
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ArticleFeatures
@@ -106,6 +108,7 @@ class Stored:
     fingerprints: np.ndarray[Any, Any]
     vectors: list[SparseVector]
     matrix: sp.csr_matrix
+    clusters: np.ndarray[Any, Any]  # canonical internal id, or -1
 
     @classmethod
     def read(cls, factory: Any) -> Stored:
@@ -122,6 +125,7 @@ class Stored:
                 .where(ArticleFeatures.model_version == version, Article.deleted_at.is_(None))
                 .order_by(Article.id)
             ).all()
+            canonical = clusters_of(session=session, article_ids=[r.id for r in rows])
         vectors = [SparseVector.from_bytes(r.vector) for r in rows]
         return cls(
             [r.external_id for r in rows],
@@ -129,7 +133,20 @@ class Stored:
             np.array([r.fingerprint for r in rows], np.uint64),
             vectors,
             csr(vectors),
+            np.array([canonical.get(r.id, -1) for r in rows], np.int64),
         )
+
+    def duplicate_pairs(self, rows: list[int], judge: NearDupCriterion) -> int:
+        """Pairs among ``rows`` that are near-duplicates: same cluster, or the criterion."""
+        count = 0
+        for i, a in enumerate(rows):
+            for b in rows[i + 1 :]:
+                same = self.clusters[a] == self.clusters[b] != -1
+                fa, fb = int(self.fingerprints[a]), int(self.fingerprints[b])
+                count += bool(
+                    same or judge.judge(fa, self.vectors[a], fb, self.vectors[b]).duplicate
+                )
+        return count
 
     def exact_top(self, i: int, k: int) -> list[int]:
         """Rows of the ``k`` highest cosines with row ``i`` (itself excluded), ties by id."""

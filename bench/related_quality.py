@@ -14,9 +14,11 @@ Rows of the main table (k = 10; precision divides by 10 even when a list is shor
 * original method: exact cosine of raw-count TF-IDF vectors (the starting point, for reference).
 
 Also: candidate recall@10 (the index's top 10 against exact whole-corpus cosine), near-duplicate
-pairs inside result lists, the same with 10% planted reposts (a repost of the query is then not
-"related": it is the same article), and the measured choices (weighting, stored terms,
-candidate-stage sizes, inverted index against a FAISS dense projection).
+pairs inside result lists (query and items; same cluster, or the criterion of
+``features.neardup``: Hamming <= k and cosine >= min_cosine), the same with 10% planted
+reposts (a repost of the query is then not "related": it is the same article), and the
+measured choices (weighting, stored terms, candidate-stage sizes, inverted index against a
+FAISS dense projection).
 
 Usage: ``python -m bench.related_quality [--only javaguide] [--no-sweeps]``
 """
@@ -41,7 +43,7 @@ from bench.related_common import (
     with_reposts,
 )
 from bench.related_sweeps import sweep_candidates, sweep_weighting
-from recengine.features.simhash import hamming_many
+from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import IdfModel, TfidfVectorizer
 from recengine.index.view import RowFilter
 from recengine.pipeline.featurize import Featurizer
@@ -54,13 +56,6 @@ K = 10
 
 def precision(query: Doc, items: list[Doc], same: Callable[[Doc, Doc], bool]) -> float:
     return sum(same(query, d) for d in items[:K]) / K
-
-
-def dup_pairs(rows: list[int], stored: Stored, hamming_k: int) -> int:
-    """Pairs within the duplicate criterion among the query (rows[0]) and its list."""
-    prints = stored.fingerprints[rows]
-    d = hamming_many(prints[:, None], prints[None, :])
-    return int(np.triu(d <= hamming_k, 1).sum())
 
 
 def evaluate(
@@ -100,7 +95,7 @@ def evaluate(
             stored.external, stored.internal, stored.fingerprints, [], _csr_linear(counts, model)
         )
         lists["original method (raw TF)"] = [original.exact_top(i, K) for i in qrows]
-        k = settings.features.hamming_k
+        judge = NearDupCriterion.from_settings(settings)
     out: dict[str, Any] = {
         "recall": float(np.mean(recall)),
         "p50_ms": 1e3 * statistics.median(times),
@@ -112,7 +107,8 @@ def evaluate(
                 np.mean([precision(q, it, same) for q, it in zip(queries, items, strict=True)])
             ),
             "dup_pairs": sum(
-                dup_pairs([row[q.id], *r], stored, k) for q, r in zip(queries, results, strict=True)
+                stored.duplicate_pairs([row[q.id], *r], judge)
+                for q, r in zip(queries, results, strict=True)
             ),
             "mean_len": float(np.mean([len(r) for r in results])),
         }
