@@ -35,10 +35,8 @@ from sqlalchemy import insert, update
 from bench.corpus import Doc
 from bench.related_common import labelled
 from recengine.config import Settings
-from recengine.features.fingerprint import fingerprints
-from recengine.features.hashing import TermHasher
-from recengine.features.tfidf import IdfModel, TfidfVectorizer
-from recengine.pipeline.featurize import Featurizer, model_params
+from recengine.features.tfidf import IdfModel
+from recengine.pipeline.featurize import Featurizer, TextStats, model_params
 from recengine.storage.db import make_engine, make_session_factory, transaction
 from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ArticleFeatures, EngineState, IdfModelRow
@@ -150,7 +148,14 @@ def _chunks(n: int, size: int) -> Iterator[range]:
         yield range(start, min(n, start + size))
 
 
-_HASHER = TermHasher()
+_FEATURIZERS: dict[int, Featurizer] = {}
+
+
+def _featurizer(settings: Settings) -> Featurizer:
+    """A featurizer per settings object (its term-hash cache is reused across chunks)."""
+    if id(settings) not in _FEATURIZERS:
+        _FEATURIZERS[id(settings)] = Featurizer(settings)
+    return _FEATURIZERS[id(settings)]
 
 
 def _write_chunk(
@@ -165,11 +170,6 @@ def _write_chunk(
     model: IdfModel,
     settings: Settings,
 ) -> None:
-    f = settings.features
-    vectorizer = TfidfVectorizer(
-        model, f.vector_max_terms, sublinear_tf=f.sublinear_tf, hasher=_HASHER
-    )
-    raw = TfidfVectorizer(model, f.simhash_top_n, hasher=_HASHER)
     docs = [
         {
             names[t]: int(c)
@@ -181,8 +181,10 @@ def _write_chunk(
         }
         for i in chunk
     ]
-    vectors = [vectorizer.transform(d) for d in docs]
-    prints = fingerprints([raw.transform(d) for d in docs], f.simhash_top_n).tolist()
+    # the product's own computation: stored vector and fingerprint, as ingest would
+    features = _featurizer(settings).features(
+        [TextStats("", d, sum(d.values())) for d in docs], model
+    )
     now = datetime.now(UTC)
     base = datetime(2020, 1, 1, tzinfo=UTC)
     articles = []
@@ -214,10 +216,10 @@ def _write_chunk(
             {
                 "article_id": i + 1,
                 "model_version": 1,
-                "fingerprint": fp,
-                "vector": v.to_bytes(),
-                "n_tokens": int(sum(d.values())),
+                "fingerprint": f.fingerprint,
+                "vector": f.vector,
+                "n_tokens": f.n_tokens,
             }
-            for i, fp, v, d in zip(chunk, prints, vectors, docs, strict=True)
+            for i, f in zip(chunk, features, strict=True)
         ],
     )

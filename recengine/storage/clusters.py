@@ -9,8 +9,20 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
+from typing import Any
 
-from sqlalchemy import Row, delete, insert, or_, select, union_all
+from sqlalchemy import (
+    BindParameter,
+    CompoundSelect,
+    Row,
+    bindparam,
+    delete,
+    insert,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.orm import Session, aliased
 
 from recengine.storage.articles import IN_CHUNK
@@ -96,18 +108,25 @@ def clusters_of(*, session: Session, article_ids: Sequence[int]) -> dict[int, in
     ids = sorted(set(article_ids))
     for start in range(0, len(ids), IN_CHUNK):
         chunk = ids[start : start + IN_CHUNK]
-        members = select(ClusterMember.article_id, ClusterMember.canonical_id).where(
-            ClusterMember.article_id.in_(chunk)
-        )
-        heads = (
-            select(ClusterMember.canonical_id, ClusterMember.canonical_id)
-            .where(ClusterMember.canonical_id.in_(chunk))
-            .distinct()
-        )
-        for article_id, canonical_id in session.execute(union_all(members, heads)):
+        for article_id, canonical_id in session.execute(_clusters_statement(), {"ids": chunk}):
             if out.get(article_id, article_id) == article_id:  # a member's own row wins
                 out[article_id] = canonical_id
     return out
+
+
+@cache
+def _clusters_statement() -> CompoundSelect[*tuple[Any, ...]]:
+    """Built once: members' rows, and canonicals (as pointing at themselves)."""
+    ids: BindParameter[int] = bindparam("ids", expanding=True)
+    members = select(ClusterMember.article_id, ClusterMember.canonical_id).where(
+        ClusterMember.article_id.in_(ids)
+    )
+    heads = (
+        select(ClusterMember.canonical_id, ClusterMember.canonical_id)
+        .where(ClusterMember.canonical_id.in_(ids))
+        .distinct()
+    )
+    return union_all(members, heads)
 
 
 def members_of(*, session: Session, canonical_id: int) -> list[MemberRow]:

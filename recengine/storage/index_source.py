@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Row, Select, and_, select
+from sqlalchemy import BindParameter, Integer, Row, Select, and_, bindparam, select
 from sqlalchemy.orm import Session
 
 from recengine.storage.articles import IN_CHUNK
@@ -26,7 +27,7 @@ IndexRow = Row[int, int, datetime | None, datetime | None, str | None, list[str]
 QueryRow = Row[int, str, str, str | None, str | None, list[str], int, bytes]
 
 
-def _features_join(version: int) -> Any:
+def _features_join(version: int | BindParameter[int]) -> Any:
     return and_(ArticleFeatures.article_id == Article.id, ArticleFeatures.model_version == version)
 
 
@@ -80,13 +81,13 @@ def index_changes(
     ).all()
 
 
-def query_article(*, session: Session, external_id: str, version: int | None) -> QueryRow | None:
-    """The live article with this caller id and its features under ``version`` (or None).
+# Statements of the per-request reads are built once (SQLAlchemy's statement construction
+# costs more than SQLite's execution here); values come in as bound parameters.
 
-    Row: ``id, external_id, title, url, category, tags, fingerprint, vector`` (the last two
-    None when the article has no features of that version).
-    """
-    return session.execute(
+
+@cache
+def _query_article_statement() -> Select[*tuple[Any, ...]]:
+    return (
         select(
             Article.id,
             Article.external_id,
@@ -97,22 +98,37 @@ def query_article(*, session: Session, external_id: str, version: int | None) ->
             ArticleFeatures.fingerprint,
             ArticleFeatures.vector,
         )
-        .outerjoin(ArticleFeatures, _features_join(version if version is not None else -1))
-        .where(Article.external_id == external_id, Article.deleted_at.is_(None))
-    ).one_or_none()
+        .outerjoin(ArticleFeatures, _features_join(bindparam("version", type_=Integer)))
+        .where(Article.external_id == bindparam("external_id"), Article.deleted_at.is_(None))
+    )
+
+
+def query_article(*, session: Session, external_id: str, version: int | None) -> QueryRow | None:
+    """The live article with this caller id and its features under ``version`` (or None).
+
+    Row: ``id, external_id, title, url, category, tags, fingerprint, vector`` (the last two
+    None when the article has no features of that version).
+    """
+    params = {"external_id": external_id, "version": -1 if version is None else version}
+    row: QueryRow | None = session.execute(_query_article_statement(), params).one_or_none()
+    return row
+
+
+@cache
+def _features_statement() -> Select[*tuple[Any, ...]]:
+    return select(
+        Article.id, ArticleFeatures.fingerprint, ArticleFeatures.vector, Article.published_at
+    ).join(ArticleFeatures, _features_join(bindparam("version", type_=Integer)))
 
 
 def features_by_id(*, session: Session, version: int, ids: Sequence[int]) -> dict[int, Row[Any]]:
     """Live articles' ``(id, fingerprint, vector, published_at)`` under ``version``, by id."""
-    query = select(
-        Article.id, ArticleFeatures.fingerprint, ArticleFeatures.vector, Article.published_at
-    ).join(ArticleFeatures, _features_join(version))
-    return _live_by_id(session, query, ids)
+    return _live_by_id(session, _features_statement(), ids, {"version": version})
 
 
-def briefs(*, session: Session, ids: Sequence[int]) -> dict[int, Row[Any]]:
-    """Live articles' ``(id, external_id, title, url, category, tags, published_at)``, by id."""
-    query = select(
+@cache
+def _briefs_statement() -> Select[*tuple[Any, ...]]:
+    return select(
         Article.id,
         Article.external_id,
         Article.title,
@@ -121,21 +137,34 @@ def briefs(*, session: Session, ids: Sequence[int]) -> dict[int, Row[Any]]:
         Article.tags,
         Article.published_at,
     )
-    return _live_by_id(session, query, ids)
+
+
+def briefs(*, session: Session, ids: Sequence[int]) -> dict[int, Row[Any]]:
+    """Live articles' ``(id, external_id, title, url, category, tags, published_at)``, by id."""
+    return _live_by_id(session, _briefs_statement(), ids, {})
 
 
 def _live_by_id(
-    session: Session, query: Select[*tuple[Any, ...]], ids: Sequence[int]
+    session: Session,
+    query: Select[*tuple[Any, ...]],
+    ids: Sequence[int],
+    params: dict[str, Any],
 ) -> dict[int, Row[Any]]:
     """Rows of ``query`` (its first column ``Article.id``) for the live articles among ``ids``."""
+    statement = _live_among(query)
     out: dict[int, Row[Any]] = {}
     for start in range(0, len(ids), IN_CHUNK):
-        chunk = ids[start : start + IN_CHUNK]
-        rows = session.execute(
-            query.where(Article.id.in_(chunk), Article.deleted_at.is_(None))
-        ).all()
+        chunk = list(ids[start : start + IN_CHUNK])
+        rows = session.execute(statement, {**params, "ids": chunk}).all()
         out.update({r[0]: r for r in rows})
     return out
+
+
+@cache
+def _live_among(query: Select[*tuple[Any, ...]]) -> Select[*tuple[Any, ...]]:
+    return query.where(
+        Article.id.in_(bindparam("ids", expanding=True)), Article.deleted_at.is_(None)
+    )
 
 
 def internal_ids(*, session: Session, external_ids: Sequence[str]) -> dict[str, int]:
