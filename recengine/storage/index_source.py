@@ -85,19 +85,21 @@ def index_changes(
 # costs more than SQLite's execution here); values come in as bound parameters.
 
 
+# What a list shows of an article (and filters explanations by).
+_SHOWN = (
+    Article.id,
+    Article.external_id,
+    Article.title,
+    Article.url,
+    Article.category,
+    Article.tags,
+)
+
+
 @cache
 def _query_article_statement() -> Select[*tuple[Any, ...]]:
     return (
-        select(
-            Article.id,
-            Article.external_id,
-            Article.title,
-            Article.url,
-            Article.category,
-            Article.tags,
-            ArticleFeatures.fingerprint,
-            ArticleFeatures.vector,
-        )
+        select(*_SHOWN, ArticleFeatures.fingerprint, ArticleFeatures.vector)
         .outerjoin(ArticleFeatures, _features_join(bindparam("version", type_=Integer)))
         .where(Article.external_id == bindparam("external_id"), Article.deleted_at.is_(None))
     )
@@ -128,15 +130,7 @@ def features_by_id(*, session: Session, version: int, ids: Sequence[int]) -> dic
 
 @cache
 def _briefs_statement() -> Select[*tuple[Any, ...]]:
-    return select(
-        Article.id,
-        Article.external_id,
-        Article.title,
-        Article.url,
-        Article.category,
-        Article.tags,
-        Article.published_at,
-    )
+    return select(*_SHOWN, Article.published_at)
 
 
 def briefs(*, session: Session, ids: Sequence[int]) -> dict[int, Row[Any]]:
