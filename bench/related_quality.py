@@ -9,6 +9,8 @@ Rows of the main table (k = 10; precision divides by 10 even when a list is shor
 
 * recengine: ``RelatedArticles.related(id, k=10)``, the product end to end (candidates from the
   index, exact cosine, suppression);
+* its candidates, unsuppressed: the index's own top 10 before suppression (what the
+  candidate stage loses, apart from what suppression removes);
 * exact cosine: the same stored vectors, whole corpus, no suppression (baseline a);
 * BM25 MLT: BM25 over all terms with the article's top 25 TF-IDF terms as the query (baseline b);
 * original method: exact cosine of raw-count TF-IDF vectors (the starting point, for reference).
@@ -72,7 +74,11 @@ def evaluate(
         stored = Stored.read(factory)
         row = {e: i for i, e in enumerate(stored.external)}
         service = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
-        lists: dict[str, list[list[int]]] = {"recengine": [], "exact cosine": []}
+        lists: dict[str, list[list[int]]] = {
+            "recengine": [],
+            "  its candidates, unsuppressed": [],
+            "exact cosine": [],
+        }
         recall, times = [], []
         with factory() as session:
             snap = service.index.current(session=session)
@@ -86,7 +92,9 @@ def evaluate(
                 lists["recengine"].append([row[e["id"]] for e in body["items"]])
                 exact = stored.exact_top(row[q.id], K)
                 lists["exact cosine"].append(exact)
-                recall.append(candidate_recall(service, snap, stored, row[q.id], exact))
+                top = candidate_top(service, snap, stored, row[q.id])
+                lists["  its candidates, unsuppressed"].append(top)
+                recall.append(len(set(top) & set(exact)) / len(exact) if exact else 1.0)
         counts = [
             Featurizer(settings).analyze(by_id[e].title, by_id[e].content).counts
             for e in stored.external
@@ -124,12 +132,8 @@ def _csr_linear(counts: list[dict[str, int]], model: IdfModel) -> Any:
     return csr(TfidfVectorizer(model, 128, sublinear_tf=False).transform_many(counts))
 
 
-def candidate_recall(
-    service: RelatedArticles, snap: Any, stored: Stored, i: int, exact: list[int]
-) -> float:
-    """Share of the exact top 10 that the index's candidate stage ranks in its top 10."""
-    if not exact:
-        return 1.0
+def candidate_top(service: RelatedArticles, snap: Any, stored: Stored, i: int) -> list[int]:
+    """The index's candidate stage alone: its 10 best (exactly scored), no suppression."""
     q = stored.vectors[i]
     hits = snap.view.search(
         q.hashes,
@@ -138,7 +142,8 @@ def candidate_recall(
         RowFilter(exclude_ids=stored.internal[[i]]),
         int(stored.internal[i]),
     )
-    return len(set(hits.ids[:K].tolist()) & set(stored.internal[exact].tolist())) / len(exact)
+    rows = np.searchsorted(stored.internal, hits.ids[:K])
+    return [int(j) for j in rows]
 
 
 def report(name: str, result: dict[str, Any]) -> None:

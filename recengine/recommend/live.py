@@ -20,7 +20,8 @@ Following changes (``articles.seq``, see ``storage.state``):
 Answers do not depend on how rows are spread over segments (``index.view``), so every process
 that has caught up with the same ``seq`` gives the same answers. Delay for a write to show in
 another process: ``sync_interval_s`` plus the catch-up (milliseconds for a few articles);
-after a reindex, the rebuild time (about a minute at 1M articles, ``BENCHMARKS.md``).
+after a reindex, loading the file the reindex command saved (under a second at 1M articles)
+or, without one, the build from SQL (minutes at 1M articles, ``BENCHMARKS.md``).
 
 Persistence: the main segment is saved under ``data_dir/index/related/`` with the version and
 ``seq`` it reflects and the database it came from. A starting process maps the newest valid
