@@ -163,6 +163,7 @@ def main() -> None:
         "--only", default=None, help="one corpus: csdn-blog-100, javaguide, csl-papers"
     )
     parser.add_argument("--no-sweeps", action="store_true", help="skip the measured choices")
+    parser.add_argument("--no-planted", action="store_true", help="skip the planted reposts")
     parser.add_argument(
         "--dups",
         action="store_true",
@@ -172,6 +173,8 @@ def main() -> None:
     corpora = {n: d for n, d in labelled().items() if args.only in (None, n)}
     for name, docs in corpora.items():
         report(f"{name} ({len(docs)} real articles)", evaluate(docs, docs, related))
+        if args.no_planted:
+            continue
         planted, origin = with_reposts(docs, 0.1)
 
         def same_but_not_copy(a: Doc, b: Doc, origin: dict[str, str] = origin) -> bool:

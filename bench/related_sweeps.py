@@ -103,8 +103,8 @@ def sweep_candidates(name: str, docs: list[Doc], k: int) -> None:
     print(f"  {'method':<58} {'recall':>7} {'ms':>6}")
     for index_terms in (16, 32, 64, 128):
         view = IndexView((Part(build_segment(rows, index_terms), np.ones(len(docs), bool)),))
-        for query_terms, n_candidates in ((16, 200), (32, 100), (32, 200), (64, 200)):
-            params = SearchParams(query_terms, 2_000, n_candidates)
+        for query_terms, n_candidates in ((16, 200), (32, 100), (32, 200), (48, 200), (64, 200)):
+            params = SearchParams(query_terms, 2_000, n_candidates, True, 100)
 
             def search(i: int, view: IndexView = view, params: SearchParams = params) -> list[int]:
                 v = vectors[i]
