@@ -66,6 +66,7 @@ class FeatureSettings(_Section):
     simhash_top_n: int = Field(default=0, ge=0, le=100_000)
     strip_boilerplate: bool = True
     vector_max_terms: int = Field(default=128, ge=1, le=100_000)
+    sublinear_tf: bool = True
     hamming_k: int = Field(default=8, ge=0, le=31)
 
 
@@ -92,6 +93,47 @@ class IngestSettings(_Section):
         except (ZoneInfoNotFoundError, ValueError) as exc:
             raise ValueError(f"unknown time zone {value!r}") from exc
         return value
+
+
+class _Listing(_Section):
+    """A section with a default ``k`` that must not exceed its ``max_k``."""
+
+    default_k: int = Field(default=10, ge=1, le=1_000)
+    max_k: int = Field(default=100, ge=1, le=1_000)
+
+    @model_validator(mode="after")
+    def _k_within_max(self) -> _Listing:
+        if self.default_k > self.max_k:
+            raise ValueError(f"default_k ({self.default_k}) exceeds max_k ({self.max_k})")
+        return self
+
+
+class RelatedSettings(_Listing):
+    max_offset: int = Field(default=1_000, ge=0, le=100_000)
+    max_filter_values: int = Field(default=1_000, ge=1, le=100_000)
+    explain_terms: int = Field(default=5, ge=0, le=100)
+    index_terms: int = Field(default=128, ge=1, le=100_000)
+    query_terms: int = Field(default=48, ge=1, le=100_000)
+    postings_per_term: int = Field(default=2_000, ge=1)
+    scale_postings: bool = True
+    min_postings_per_term: int = Field(default=100, ge=1)
+    candidates: int = Field(default=200, ge=1, le=100_000)
+    sync_interval_s: float = Field(default=0.0, ge=0.0, le=3_600.0)
+    delta_max_rows: int = Field(default=20_000, ge=1)
+    max_parts: int = Field(default=8, ge=2, le=64)
+    persist: bool = True
+    build_batch: int = Field(default=5_000, ge=1, le=1_000_000)
+
+
+class FeedSettings(_Listing):
+    default_k: int = Field(default=20, ge=1, le=1_000)
+    history_limit: int = Field(default=200, ge=1, le=100_000)
+    half_life_days: float = Field(default=14.0, gt=0.0)
+    topic_similarity: float = Field(default=0.15, ge=0.0, le=1.0)
+    max_topics: int = Field(default=8, ge=1, le=100)
+    topic_terms: int = Field(default=128, ge=1, le=100_000)
+    max_pair_similarity: float = Field(default=0.5, ge=0.0, le=1.0)
+    fresh_pool: int = Field(default=2_000, ge=1)
 
 
 class ReindexSettings(_Section):
@@ -162,6 +204,8 @@ class Settings(BaseSettings):
     features: FeatureSettings = FeatureSettings()
     neardup: NearDupSettings = NearDupSettings()
     ingest: IngestSettings = IngestSettings()
+    related: RelatedSettings = RelatedSettings()
+    feed: FeedSettings = FeedSettings()
     reindex: ReindexSettings = ReindexSettings()
     spark: SparkSettings = SparkSettings()
     web: WebSettings = WebSettings()

@@ -37,3 +37,9 @@ class ModelMissing(RecengineError):
     """No IDF model has been fitted yet: run ``recengine reindex``."""
 
     code = "model_missing"
+
+
+class InvalidRequest(RecengineError):
+    """A query's parameters are invalid (k out of range, bad date, too many filter values...)."""
+
+    code = "invalid_request"

@@ -72,13 +72,14 @@ def main(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from recengine.cli import db, demo, duplicates, ingest, reindex, report, serve
+    from recengine.cli import db, demo, duplicates, ingest, reindex, related, report, serve
 
     main.add_command(db.db)
     main.add_command(demo.demo)
     main.add_command(duplicates.duplicates)
     main.add_command(ingest.ingest)
     main.add_command(reindex.reindex)
+    main.add_command(related.related)
     main.add_command(report.report)
     main.add_command(serve.serve)
 

@@ -17,6 +17,8 @@ from recengine.pipeline.incremental import reindex_incremental
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex import reindex as run_reindex
 from recengine.pipeline.versions import ReindexResult
+from recengine.recommend.live import LiveIndex
+from recengine.storage.db import transaction
 
 
 class BarProgress:
@@ -77,6 +79,7 @@ def run(
     finally:
         bar.close()
     echo_result(result)
+    save_related_index(ctx)
     return result
 
 
@@ -94,6 +97,16 @@ def echo_result(result: ReindexResult) -> None:
         + (f", {result.caught_up} written meanwhile caught up" if result.caught_up else "")
         + (f" ({result.reason})" if result.reason else "")
     )
+
+
+def save_related_index(ctx: CliContext) -> None:
+    """Build and save the related-articles index of the active model now, so that servers
+    switching to it load the file instead of each building it (recommend.live)."""
+    if not ctx.settings.related.persist:
+        return
+    with transaction(ctx.factory) as session:
+        snap = LiveIndex(ctx.settings, ctx.factory, background=False).current(session=session)
+    click.echo(f"related-articles index: {len(snap.view)} articles, saved")
 
 
 @click.command()
@@ -151,6 +164,7 @@ def reindex(
         from recengine.cli import spark  # imports pyspark: only when asked for
 
         spark.run(ctx, master=master, input_path=input_path)
+        save_related_index(ctx)
         return
     if master or input_path:
         raise click.UsageError("--master and --input are for --engine spark")

@@ -74,6 +74,20 @@ class SparseVector:
             raise ValueError(f"corrupt vector: {m} weights but {len(terms)} terms")
         return cls(terms, hashes, weights)
 
+    @staticmethod
+    def arrays_from_bytes(blob: bytes) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]:
+        """Only the hashes and weights of :meth:`to_bytes` output (no term strings decoded).
+
+        Raises:
+            ValueError: the blob is shorter than its header says.
+        """
+        (m,) = struct.unpack_from("<I", blob)
+        if len(blob) < 4 + 12 * m:
+            raise ValueError(f"corrupt vector: {len(blob)} bytes cannot hold {m} terms")
+        hashes = np.frombuffer(blob, dtype="<u8", count=m, offset=4).astype(np.uint64)
+        weights = np.frombuffer(blob, dtype="<f4", count=m, offset=4 + 8 * m).astype(np.float32)
+        return hashes, weights
+
     def as_dict(self) -> dict[str, float]:
         return dict(zip(self.terms, self.weights.tolist(), strict=True))
 

@@ -79,16 +79,28 @@ class Featurizer:
         return TextStats(text_hash=text_hash(text), counts=counts, n_tokens=sum(counts.values()))
 
     def features(self, stats: Sequence[TextStats], model: IdfModel) -> list[FeatureRow]:
+        """Stored vector and fingerprint of each text.
+
+        The fingerprint always weighs terms by *raw-count* TF-IDF (all terms, or the top
+        ``simhash_top_n``: the near-duplicate method's features), whatever
+        ``features.sublinear_tf`` says for the stored vectors: the fingerprint and the
+        related-articles ranking are tuned separately (``BENCHMARKS.md``).
+        """
         f = self.settings.features
-        vectorizer = TfidfVectorizer(model, f.vector_max_terms, hasher=self.hasher)
+        vectorizer = TfidfVectorizer(
+            model, f.vector_max_terms, sublinear_tf=f.sublinear_tf, hasher=self.hasher
+        )
         vectors = [vectorizer.transform(s.counts) for s in stats]
-        if f.simhash_top_n:
-            prints = fingerprints(vectors, f.simhash_top_n).tolist()
+        if not f.simhash_top_n:
+            prints = count_fingerprints([s.counts for s in stats], model, self.hasher)
+        elif f.sublinear_tf:
+            raw = TfidfVectorizer(model, f.simhash_top_n, hasher=self.hasher)
+            prints = fingerprints([raw.transform(s.counts) for s in stats], f.simhash_top_n)
         else:
-            prints = count_fingerprints([s.counts for s in stats], model, self.hasher).tolist()
+            prints = fingerprints(vectors, f.simhash_top_n)
         return [
             FeatureRow(fingerprint=p, vector=v.to_bytes(), n_tokens=s.n_tokens)
-            for p, v, s in zip(prints, vectors, stats, strict=True)
+            for p, v, s in zip(prints.tolist(), vectors, stats, strict=True)
         ]
 
 
@@ -111,5 +123,6 @@ def model_params(settings: Settings) -> dict[str, Any]:
             "fingerprint": "tfidf-all-terms" if f.simhash_top_n == 0 else "tfidf-top-n",
             "strip_boilerplate": f.strip_boilerplate,
             "vector_max_terms": f.vector_max_terms,
+            "sublinear_tf": f.sublinear_tf,
         },
     }

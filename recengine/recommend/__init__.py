@@ -1,1 +1,1 @@
-"""Use cases that read: related articles, duplicates, feeds."""
+"""Use cases that read: related articles, duplicates, reader feeds, and their live index."""

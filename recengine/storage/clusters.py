@@ -9,8 +9,19 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
+from typing import Any
 
-from sqlalchemy import delete, insert, or_, select
+from sqlalchemy import (
+    BindParameter,
+    CompoundSelect,
+    bindparam,
+    delete,
+    insert,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.orm import Session, aliased
 
 from recengine.storage.articles import IN_CHUNK
@@ -84,6 +95,37 @@ def canonical_of(*, session: Session, article_id: int) -> MemberRow | None:
     if row is None:
         return None
     return MemberRow(row.article_id, row.canonical_id, row.distance, row.score)
+
+
+def clusters_of(*, session: Session, article_ids: Sequence[int]) -> dict[int, int]:
+    """``article id -> canonical id`` for those of ``article_ids`` in a cluster of two or more.
+
+    A member maps to its canonical, a canonical to itself; singletons are absent. One round
+    trip per ``IN_CHUNK`` ids (related lists ask this for every candidate they show).
+    """
+    out: dict[int, int] = {}
+    ids = sorted(set(article_ids))
+    for start in range(0, len(ids), IN_CHUNK):
+        chunk = ids[start : start + IN_CHUNK]
+        for article_id, canonical_id in session.execute(_clusters_statement(), {"ids": chunk}):
+            if out.get(article_id, article_id) == article_id:  # a member's own row wins
+                out[article_id] = canonical_id
+    return out
+
+
+@cache
+def _clusters_statement() -> CompoundSelect[*tuple[Any, ...]]:
+    """Built once: members' rows, and canonicals (as pointing at themselves)."""
+    ids: BindParameter[int] = bindparam("ids", expanding=True)
+    members = select(ClusterMember.article_id, ClusterMember.canonical_id).where(
+        ClusterMember.article_id.in_(ids)
+    )
+    heads = (
+        select(ClusterMember.canonical_id, ClusterMember.canonical_id)
+        .where(ClusterMember.canonical_id.in_(ids))
+        .distinct()
+    )
+    return union_all(members, heads)
 
 
 def members_of(*, session: Session, canonical_id: int) -> list[MemberRow]:

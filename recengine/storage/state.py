@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
-from sqlalchemy import select, update
+from sqlalchemy import Select, select, update
 from sqlalchemy.orm import Session
 
 from recengine.storage.models import EngineState
@@ -35,10 +36,15 @@ def begin_write(*, session: Session) -> State:
 
 
 def read_state(*, session: Session) -> State:
-    row = session.execute(
-        select(EngineState.seq, EngineState.active_model_version).where(EngineState.id == 1)
-    ).one()
+    row = session.execute(_read_statement()).one()
     return State(seq=row.seq, active_model_version=row.active_model_version)
+
+
+@cache
+def _read_statement() -> Select[int, int | None]:
+    """Built once: every related query reads the state first, and building costs more than
+    running it."""
+    return select(EngineState.seq, EngineState.active_model_version).where(EngineState.id == 1)
 
 
 def set_active_model(*, session: Session, version: int) -> None:

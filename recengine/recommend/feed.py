@@ -1,0 +1,187 @@
+"""Reader feeds: what to read next, from what a reader has read, with duplicates taken out.
+
+1. History: the reader's latest ``feed.history_limit`` reads of live articles. A read weighs
+   ``0.5 ** (age / half_life_days)``; reading an article again adds up.
+2. Interests (``recommend.interests``): reads are grouped greedily, heaviest first: a read joins
+   the interest whose centroid it is most similar to (cosine >= ``topic_similarity``), else
+   starts one. An interest's *share* is its weight over the whole history's, so a topic read
+   once in a long history gets a small share instead of dominating. The ``max_topics`` heaviest
+   are kept.
+3. Candidates: each interest's centroid (its ``topic_terms`` largest terms, unit length) is a
+   query of the related-articles index, excluding everything the reader has read.
+4. Slots go to interests in proportion to their shares (D'Hondt order: the next slot goes to
+   the interest with the largest ``share / (slots + 1)``), which also interleaves them.
+5. Suppression (``recommend.suppress``): nothing within the duplicate criterion of any read
+   article or of an item above; at most one article per cluster; an item with cosine above
+   ``max_pair_similarity`` to one above is skipped (diversity).
+6. Too few items (or no history at all): the newest articles fill the rest, de-duplicated the
+   same way, with ``reasons = {"fresh": true}``.
+
+Body: ``{"user": id, "items": [...], "suppressed": [...]}``, items and suppressed shaped as in
+the related-articles body.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from recengine.config import Settings
+from recengine.errors import NotFound
+from recengine.features.tfidf import EMPTY_VECTOR, SparseVector
+from recengine.index.view import Hits, RowFilter
+from recengine.recommend.criterion import Articles, DuplicateCriterion, anonymous
+from recengine.recommend.explain import shared_terms
+from recengine.recommend.interests import Interest, find_interests, history_of
+from recengine.recommend.live import LiveIndex, Snapshot, search_params
+from recengine.recommend.params import Filters, check_id, check_int
+from recengine.recommend.related import above, item, to_row_filter, with_clusters
+from recengine.recommend.slate import Slate
+from recengine.storage.events import add_events, read_article_ids
+from recengine.storage.features import features_of
+from recengine.storage.index_source import briefs, fingerprints_by_id, internal_ids
+from recengine.storage.state import begin_write
+
+
+class ReaderFeeds:
+    """Feeds and the reads they are built from. One per process; thread-safe.
+
+    Args:
+        settings: ``feed``, ``related`` and ``features.hamming_k`` settings.
+        index: the process's live related-articles index.
+    """
+
+    def __init__(self, settings: Settings, index: LiveIndex) -> None:
+        self.settings = settings
+        self.index = index
+        self.criterion = DuplicateCriterion.from_settings(settings)
+
+    def record_reads(
+        self,
+        user_id: str,
+        article_ids: list[str],
+        *,
+        session: Session,
+        at: datetime | None = None,
+    ) -> int:
+        """Store that ``user_id`` read these articles (caller ids), in the caller's transaction.
+
+        Nothing is committed here: the caller commits (or rolls back) its session.
+
+        Raises:
+            InvalidRequest: bad user id, article ids or time. NotFound: an article does not
+                exist (then nothing is written).
+        """
+        user_id = check_id(user_id, "user id")
+        wanted = list(dict.fromkeys(check_id(a) for a in article_ids))
+        when = at or datetime.now(UTC)
+        begin_write(session=session)
+        found = internal_ids(session=session, external_ids=wanted)
+        live = briefs(session=session, ids=list(found.values()))
+        missing = [a for a in wanted if found.get(a) not in live]
+        if missing:
+            raise NotFound(f"no article with id {missing[0]!r}")
+        rows = [
+            {"user_id": user_id, "article_id": found[a], "kind": "read", "at": when} for a in wanted
+        ]
+        add_events(session=session, rows=rows)
+        return len(rows)
+
+    def feed(
+        self, user_id: str, *, session: Session, k: int | str | None = None, **filters: Any
+    ) -> dict[str, Any]:
+        """The feed body for ``user_id`` (see the module docstring).
+
+        Args:
+            filters: as for related articles (``exclude``, ``categories``, ``tags``,
+                ``published_after``, ``published_before``, ``min_score``).
+
+        Raises:
+            InvalidRequest: a bad parameter. ModelMissing: no IDF model yet.
+        """
+        f = self.settings.feed
+        user_id = check_id(user_id, "user id")
+        k = check_int(f.default_k if k is None else k, "k", 1, f.max_k)
+        parsed = Filters.parse(self.settings.related.max_filter_values, **filters)
+        snap = self.index.current(session=session)
+        read = sorted(read_article_ids(session=session, user_id=user_id))
+        history = history_of(session, snap.version, user_id, f, datetime.now(UTC))
+        interests = find_interests(history, f)
+        row_filter = to_row_filter(session, parsed, exclude=read)
+        anchors = self._anchors(session, snap, read)
+        slate = Slate(snap, anchors, self.criterion, f.max_pair_similarity, k)
+        for interest, hits in self._candidates(snap, interests, row_filter, parsed.min_score, k):
+            slate.offer(session, interest, hits)
+        slate.fill()
+        if len(slate) < k:
+            fresh = snap.view.newest(f.fresh_pool, row_filter)
+            slate.offer(session, None, fresh)
+            slate.fill()
+        return self._body(session, snap, user_id, slate)
+
+    def _anchors(self, session: Session, snap: Snapshot, read: list[int]) -> Articles:
+        """Every read article with features: nothing in the feed may duplicate one of them."""
+        prints = fingerprints_by_id(session=session, version=snap.version, ids=read)
+        ids = np.fromiter(prints.keys(), np.int64, len(prints))
+
+        def vector(j: int) -> SparseVector:
+            where = snap.view.locate(int(ids[j]))
+            if where is not None:
+                return anonymous(*snap.view.vector(*where))
+            stored = features_of(session=session, version=snap.version, article_ids=[int(ids[j])])
+            return SparseVector.from_bytes(stored[0].vector) if stored else EMPTY_VECTOR
+
+        return with_clusters(
+            session, ids, np.fromiter(prints.values(), np.uint64, len(prints)), vector
+        )
+
+    def _candidates(
+        self,
+        snap: Snapshot,
+        interests: list[Interest],
+        row_filter: RowFilter,
+        min_score: float,
+        k: int,
+    ) -> list[tuple[Interest, Hits]]:
+        params = search_params(self.settings, max(self.settings.related.candidates, 3 * k))
+        out = []
+        for interest in interests:
+            hits = snap.view.search(interest.hashes, interest.weights, params, row_filter)
+            out.append((interest, above(hits, min_score)))
+        return out
+
+    def _body(self, session: Session, snap: Snapshot, user_id: str, slate: Slate) -> dict[str, Any]:
+        ids = slate.all_ids()
+        facts = briefs(session=session, ids=ids)
+        items = []
+        for entry in slate.kept:
+            row = facts.get(entry.id)
+            if row is None:
+                continue
+            if entry.interest is None:
+                items.append(item(row, 0.0, {"fresh": True}))
+                continue
+            hashes, weights = snap.view.vector(entry.part, entry.row)
+            reasons = {
+                "because_you_read": [
+                    facts[i].external_id for i in entry.interest.examples if i in facts
+                ],
+                "interest_share": round(entry.interest.share, 4),
+                "shared_terms": shared_terms(
+                    entry.interest.vector, hashes, weights, self.settings.related.explain_terms
+                ),
+            }
+            items.append(item(row, entry.score, reasons))
+        suppressed = [
+            {
+                "id": facts[s.id].external_id,
+                "duplicate_of": facts[s.duplicate_of].external_id,
+                "distance": s.distance,
+            }
+            for s in slate.suppressed
+            if s.id in facts and s.duplicate_of in facts
+        ]
+        return {"user": user_id, "items": items, "suppressed": suppressed}

@@ -1,0 +1,101 @@
+"""Validated query parameters of related lists and feeds (bad values raise InvalidRequest)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from recengine.errors import InvalidRequest
+
+MAX_ID_LENGTH = 255
+
+
+def check_id(value: Any, what: str = "article id") -> str:
+    if not isinstance(value, str) or not value or len(value) > MAX_ID_LENGTH:
+        raise InvalidRequest(f"{what} must be a non-empty string of at most {MAX_ID_LENGTH} chars")
+    return value
+
+
+def check_int(value: Any, name: str, low: int, high: int) -> int:
+    """An integer in ``[low, high]`` (digit strings accepted, as from a query string)."""
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidRequest(f"{name} must be an integer from {low} to {high}, got {value!r}")
+    return value
+
+
+def check_labels(values: Iterable[Any] | str | None, name: str, limit: int) -> tuple[str, ...]:
+    """Strings (a single string counts as one value); at most ``limit`` of them."""
+    if values is None:
+        return ()
+    items = [values] if isinstance(values, str) else list(values)
+    if len(items) > limit:
+        raise InvalidRequest(f"{name}: at most {limit} values, got {len(items)}")
+    for item in items:
+        if not isinstance(item, str) or not item or len(item) > MAX_ID_LENGTH:
+            raise InvalidRequest(f"{name}: every value must be a non-empty string")
+    return tuple(dict.fromkeys(items))
+
+
+def check_time(value: Any, name: str) -> datetime | None:
+    """An aware datetime, or an ISO 8601 string (a time without zone is read as UTC)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidRequest(f"{name} is not an ISO 8601 time: {value!r}") from None
+    if not isinstance(value, datetime):
+        raise InvalidRequest(f"{name} must be a time, got {value!r}")
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def check_score(value: Any, name: str = "min_score") -> float:
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise InvalidRequest(f"{name} must be a number from 0 to 1") from None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise InvalidRequest(f"{name} must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Restrictions shared by related lists and feeds (see ``index.view.RowFilter``)."""
+
+    exclude: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    published_after: datetime | None = None
+    published_before: datetime | None = None
+    min_score: float = 0.0
+
+    @classmethod
+    def parse(cls, limit: int, **raw: Any) -> Filters:
+        """From keyword values (None = not given).
+
+        Raises:
+            InvalidRequest: an unknown name or a bad value; the message names it.
+        """
+        unknown = set(raw) - {f for f in cls.__dataclass_fields__}
+        if unknown:
+            raise InvalidRequest(f"unknown parameter(s): {', '.join(sorted(unknown))}")
+        after = check_time(raw.get("published_after"), "published_after")
+        before = check_time(raw.get("published_before"), "published_before")
+        if after and before and after >= before:
+            raise InvalidRequest("published_after must be earlier than published_before")
+        score = raw.get("min_score")
+        return cls(
+            exclude=check_labels(raw.get("exclude"), "exclude", limit),
+            categories=check_labels(raw.get("categories"), "categories", limit),
+            tags=check_labels(raw.get("tags"), "tags", limit),
+            published_after=after,
+            published_before=before,
+            min_score=0.0 if score is None else check_score(score),
+        )

@@ -1,0 +1,142 @@
+"""Assembling a feed from several ranked lists: proportional slots, suppression, diversity."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from recengine.features.tfidf import SparseVector
+from recengine.index.view import Hits
+from recengine.recommend.criterion import Articles, DuplicateCriterion, anonymous
+from recengine.recommend.interests import Interest
+from recengine.recommend.live import Snapshot
+from recengine.recommend.related import hit_vectors, with_clusters
+from recengine.recommend.suppress import closest_duplicate
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: int
+    part: int
+    row: int
+    score: float
+    fingerprint: int
+    cluster: int
+    interest: Interest | None  # None: a fresh article
+
+
+@dataclass(frozen=True)
+class Cut:
+    id: int
+    duplicate_of: int
+    distance: int
+
+
+@dataclass
+class _Queue:
+    interest: Interest | None
+    hits: Hits
+    articles: Articles
+    slots: int = 0
+    next: int = 0
+
+    @property
+    def share(self) -> float:
+        return self.interest.share if self.interest is not None else 1.0
+
+
+@dataclass
+class Slate:
+    """The feed being built: ``kept`` entries in feed order and the ``suppressed`` ones."""
+
+    snap: Snapshot
+    anchors: Articles
+    criterion: DuplicateCriterion
+    max_pair_similarity: float
+    k: int
+    kept: list[Entry] = field(default_factory=list)
+    suppressed: list[Cut] = field(default_factory=list)
+    _queues: list[_Queue] = field(default_factory=list)
+    _seen: set[int] = field(default_factory=set)
+
+    def __len__(self) -> int:
+        return len(self.kept)
+
+    def offer(self, session: Session, interest: Interest | None, hits: Hits) -> None:
+        """Queue a ranked list (best first) of one interest (None: fresh articles)."""
+        articles = with_clusters(session, hits.ids, hits.fingerprints, hit_vectors(self.snap, hits))
+        self._queues.append(_Queue(interest, hits, articles))
+
+    def fill(self) -> None:
+        """Take entries in D'Hondt order of the queues' shares until ``k`` or none are left."""
+        while len(self.kept) < self.k and self._queues:
+            queue = max(self._queues, key=lambda q: q.share / (q.slots + 1))
+            entry = self._next(queue)
+            if entry is None:
+                self._queues.remove(queue)
+                continue
+            self.kept.append(entry)
+            queue.slots += 1
+        self._queues.clear()
+
+    def all_ids(self) -> list[int]:
+        ids = [e.id for e in self.kept]
+        ids += [c.id for c in self.suppressed] + [c.duplicate_of for c in self.suppressed]
+        for e in self.kept:
+            ids += list(e.interest.examples) if e.interest is not None else []
+        return sorted(set(ids))
+
+    def _next(self, queue: _Queue) -> Entry | None:
+        """The queue's best candidate that is new, no duplicate, and not too similar."""
+        while queue.next < len(queue.hits):
+            i = queue.next
+            queue.next += 1
+            article_id = int(queue.hits.ids[i])
+            if article_id in self._seen:
+                continue
+            self._seen.add(article_id)
+            entry = Entry(
+                article_id,
+                int(queue.hits.part[i]),
+                int(queue.hits.row[i]),
+                float(queue.hits.scores[i]),
+                int(queue.articles.fingerprints[i]),
+                int(queue.articles.clusters[i]),
+                queue.interest,
+            )
+            if not self._duplicate(entry) and not self._too_similar(entry):
+                return entry
+        return None
+
+    def _duplicate(self, entry: Entry) -> bool:
+        one = self._as_articles([entry])
+        for others in (self.anchors, self._as_articles(self.kept)):
+            reason = closest_duplicate(one, others, self.criterion)
+            if reason is not None:
+                self.suppressed.append(Cut(entry.id, *reason))
+                return True
+        return False
+
+    def _as_articles(self, entries: list[Entry]) -> Articles:
+        def vector(j: int) -> SparseVector:
+            return anonymous(*self.snap.view.vector(entries[j].part, entries[j].row))
+
+        return Articles(
+            np.array([e.id for e in entries], np.int64),
+            np.array([e.fingerprint for e in entries], np.uint64),
+            np.array([e.cluster for e in entries], np.int64),
+            vector,
+        )
+
+    def _too_similar(self, entry: Entry) -> bool:
+        if not self.kept or self.max_pair_similarity >= 1.0:
+            return False
+        h, w = self.snap.view.vector(entry.part, entry.row)
+        for other in self.kept:
+            oh, ow = self.snap.view.vector(other.part, other.row)
+            _, a, b = np.intersect1d(h, oh, assume_unique=True, return_indices=True)
+            if float(np.dot(w[a].astype(np.float64), ow[b])) > self.max_pair_similarity:
+                return True
+        return False

@@ -1,0 +1,80 @@
+"""Duplicate suppression over a ranked list: greedy, best first, with the reason for each cut.
+
+Walking the candidates best first, a candidate is suppressed when the criterion
+(``recommend.criterion``) makes it a duplicate of an *anchor* (the query article; for a feed,
+every article the reader has read) or of a result already kept. So the list never holds the
+query's duplicates, never two articles of one cluster and never two near-duplicates of each
+other; of each group of duplicates, the best-scoring one is shown (not necessarily the cluster's
+canonical article: the one most related to this query).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from recengine.recommend.criterion import Articles, DuplicateCriterion
+
+
+@dataclass(frozen=True)
+class Suppressed:
+    position: int  # in the candidate list
+    duplicate_of: int  # article id (an anchor or a kept result)
+    distance: int  # Hamming distance of the two fingerprints
+    kept_before: int  # results kept before it (for paging)
+
+
+@dataclass
+class Picked:
+    kept: list[int] = field(default_factory=list)  # positions, best first
+    suppressed: list[Suppressed] = field(default_factory=list)
+
+
+def pick(
+    candidates: Articles,
+    anchors: Articles,
+    criterion: DuplicateCriterion,
+    limit: int,
+    accept: Callable[[int, list[int]], bool] | None = None,
+) -> Picked:
+    """Keep up to ``limit`` candidates, best first, suppressing duplicates.
+
+    Args:
+        candidates: best first.
+        anchors: articles nothing kept may duplicate.
+        criterion: the duplicate criterion.
+        limit: how many to keep.
+        accept: an extra test ``(position, kept so far) -> bool`` (diversity in feeds); a
+            candidate it refuses is skipped without being reported as a duplicate.
+    """
+    out = Picked()
+    for i in range(len(candidates)):
+        if len(out.kept) >= limit:
+            break
+        one = candidates.take([i])
+        reason = closest_duplicate(one, anchors, criterion)
+        if reason is None and out.kept:
+            reason = closest_duplicate(one, candidates.take(out.kept), criterion)
+        if reason is not None:
+            out.suppressed.append(Suppressed(i, reason[0], reason[1], len(out.kept)))
+        elif accept is None or accept(i, out.kept):
+            out.kept.append(i)
+    return out
+
+
+def closest_duplicate(
+    one: Articles, others: Articles, criterion: DuplicateCriterion
+) -> tuple[int, int] | None:
+    """``(id, distance)`` of the closest of ``others`` that the article ``one[0]`` duplicates."""
+    if not len(others):
+        return None
+    dup, distance = criterion.match(
+        int(one.fingerprints[0]), int(one.clusters[0]), lambda: one.vector(0), others
+    )
+    if not dup.any():
+        return None
+    hits = np.flatnonzero(dup)
+    best = hits[np.argmin(distance[hits])]
+    return int(others.ids[best]), int(distance[best])

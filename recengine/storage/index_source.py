@@ -1,0 +1,188 @@
+"""Rows that feed the in-memory indexes, and the article facts a related query needs.
+
+The indexes follow SQL through ``articles.seq``: a full build pages through every live article
+with features of the active model version (:func:`index_rows_after`); afterwards, every change
+is one of the rows :func:`index_changes` returns, deleted articles included (soft deletion
+keeps them visible to this query). Writers commit in ``seq`` order (``state.begin_write``), so
+reading the changes in ``(after, upto]`` for an ``upto`` read from ``engine_state`` earlier
+misses nothing, even under PostgreSQL's per-statement snapshots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+from sqlalchemy import BindParameter, Integer, Row, Select, and_, bindparam, select
+from sqlalchemy.orm import Session
+
+from recengine.storage.articles import IN_CHUNK
+from recengine.storage.models import Article, ArticleFeatures
+
+# id, seq, deleted_at, published_at, category, tags, fingerprint, vector
+IndexRow = Row[int, int, datetime | None, datetime | None, str | None, list[str], int, bytes]
+# id, external_id, title, url, category, tags, fingerprint, vector
+QueryRow = Row[int, str, str, str | None, str | None, list[str], int, bytes]
+
+
+def _features_join(version: int | BindParameter[int]) -> Any:
+    return and_(ArticleFeatures.article_id == Article.id, ArticleFeatures.model_version == version)
+
+
+_COLUMNS = (
+    Article.id,
+    Article.seq,
+    Article.deleted_at,
+    Article.published_at,
+    Article.category,
+    Article.tags,
+    ArticleFeatures.fingerprint,
+    ArticleFeatures.vector,
+)
+
+
+def index_rows_after(
+    *, session: Session, version: int, after_id: int, limit: int
+) -> Sequence[IndexRow]:
+    """Up to ``limit`` live articles with features of ``version`` and ``id > after_id``, by id.
+
+    Each row: ``id, seq, deleted_at, published_at, category, tags, fingerprint, vector``.
+    """
+    return session.execute(
+        select(*_COLUMNS)
+        .join(ArticleFeatures, _features_join(version))
+        .where(Article.id > after_id, Article.deleted_at.is_(None))
+        .order_by(Article.id)
+        .limit(limit)
+    ).all()
+
+
+def index_changes(
+    *, session: Session, version: int, after: tuple[int, int], upto: int, limit: int
+) -> Sequence[IndexRow]:
+    """Articles changed after position ``after = (seq, id)`` and at or before ``upto``.
+
+    Ordered by ``(seq, id)``; the next page starts after the last row's ``(seq, id)``. Rows
+    of deleted articles, and of articles without features of ``version``, come back with
+    ``deleted_at`` set or ``vector`` None: both mean "remove from the index".
+    """
+    seq, last_id = after
+    return session.execute(
+        select(*_COLUMNS)
+        .outerjoin(ArticleFeatures, _features_join(version))
+        .where(
+            (Article.seq > seq) | ((Article.seq == seq) & (Article.id > last_id)),
+            Article.seq <= upto,
+        )
+        .order_by(Article.seq, Article.id)
+        .limit(limit)
+    ).all()
+
+
+# Statements of the per-request reads are built once (SQLAlchemy's statement construction
+# costs more than SQLite's execution here); values come in as bound parameters.
+
+
+# What a list shows of an article (and filters explanations by).
+_SHOWN = (
+    Article.id,
+    Article.external_id,
+    Article.title,
+    Article.url,
+    Article.category,
+    Article.tags,
+)
+
+
+@cache
+def _query_article_statement() -> Select[*tuple[Any, ...]]:
+    return (
+        select(*_SHOWN, ArticleFeatures.fingerprint, ArticleFeatures.vector)
+        .outerjoin(ArticleFeatures, _features_join(bindparam("version", type_=Integer)))
+        .where(Article.external_id == bindparam("external_id"), Article.deleted_at.is_(None))
+    )
+
+
+def query_article(*, session: Session, external_id: str, version: int | None) -> QueryRow | None:
+    """The live article with this caller id and its features under ``version`` (or None).
+
+    Row: ``id, external_id, title, url, category, tags, fingerprint, vector`` (the last two
+    None when the article has no features of that version).
+    """
+    params = {"external_id": external_id, "version": -1 if version is None else version}
+    row: QueryRow | None = session.execute(_query_article_statement(), params).one_or_none()
+    return row
+
+
+@cache
+def _features_statement() -> Select[*tuple[Any, ...]]:
+    return select(
+        Article.id, ArticleFeatures.fingerprint, ArticleFeatures.vector, Article.published_at
+    ).join(ArticleFeatures, _features_join(bindparam("version", type_=Integer)))
+
+
+def features_by_id(*, session: Session, version: int, ids: Sequence[int]) -> dict[int, Row[Any]]:
+    """Live articles' ``(id, fingerprint, vector, published_at)`` under ``version``, by id."""
+    return _live_by_id(session, _features_statement(), ids, {"version": version})
+
+
+@cache
+def _briefs_statement() -> Select[*tuple[Any, ...]]:
+    return select(*_SHOWN, Article.published_at)
+
+
+def briefs(*, session: Session, ids: Sequence[int]) -> dict[int, Row[Any]]:
+    """Live articles' ``(id, external_id, title, url, category, tags, published_at)``, by id."""
+    return _live_by_id(session, _briefs_statement(), ids, {})
+
+
+def _live_by_id(
+    session: Session,
+    query: Select[*tuple[Any, ...]],
+    ids: Sequence[int],
+    params: dict[str, Any],
+) -> dict[int, Row[Any]]:
+    """Rows of ``query`` (its first column ``Article.id``) for the live articles among ``ids``."""
+    statement = _live_among(query)
+    out: dict[int, Row[Any]] = {}
+    for start in range(0, len(ids), IN_CHUNK):
+        chunk = list(ids[start : start + IN_CHUNK])
+        rows = session.execute(statement, {**params, "ids": chunk}).all()
+        out.update({r[0]: r for r in rows})
+    return out
+
+
+@cache
+def _live_among(query: Select[*tuple[Any, ...]]) -> Select[*tuple[Any, ...]]:
+    return query.where(
+        Article.id.in_(bindparam("ids", expanding=True)), Article.deleted_at.is_(None)
+    )
+
+
+def internal_ids(*, session: Session, external_ids: Sequence[str]) -> dict[str, int]:
+    """Caller id -> internal id, for the ids that exist (deleted ones included)."""
+    out: dict[str, int] = {}
+    for start in range(0, len(external_ids), IN_CHUNK):
+        rows = session.execute(
+            select(Article.external_id, Article.id).where(
+                Article.external_id.in_(external_ids[start : start + IN_CHUNK])
+            )
+        ).all()
+        out.update({r.external_id: r.id for r in rows})
+    return out
+
+
+def fingerprints_by_id(*, session: Session, version: int, ids: Sequence[int]) -> dict[int, int]:
+    """Fingerprints under ``version`` of the given articles (deleted ones included)."""
+    out: dict[int, int] = {}
+    for start in range(0, len(ids), IN_CHUNK):
+        rows = session.execute(
+            select(ArticleFeatures.article_id, ArticleFeatures.fingerprint).where(
+                ArticleFeatures.model_version == version,
+                ArticleFeatures.article_id.in_(ids[start : start + IN_CHUNK]),
+            )
+        ).all()
+        out.update({r.article_id: r.fingerprint for r in rows})
+    return out

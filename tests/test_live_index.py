@@ -1,0 +1,125 @@
+"""The live index follows SQL: processes converge, saved files are used or rebuilt, reindexes."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.config import Settings
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.reindex import reindex
+from recengine.recommend.live import LiveIndex
+from recengine.recommend.related import RelatedArticles
+from tests.factories import javaguide_records
+from tests.test_related import delete_article, load, repost
+
+
+def with_related(settings: Settings, **related: Any) -> Settings:
+    return settings.model_copy(update={"related": settings.related.model_copy(update=related)})
+
+
+def answers(index: LiveIndex, factory: sessionmaker[Session], queries: list[str]) -> list[Any]:
+    service = RelatedArticles(index.settings, index)
+    out = []
+    with factory() as session:
+        for q in queries:
+            out.append(service.related(q, session=session, k=8))
+    return out
+
+
+@pytest.fixture
+def records(data_dir: Path) -> list[dict[str, Any]]:
+    return javaguide_records(data_dir, 80)
+
+
+def test_processes_with_different_histories_give_the_same_answers(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    records: list[dict[str, Any]],
+) -> None:
+    load(factory, featurizer, records[:40])
+    # "process" a merges all the time, b never, c only starts at the end (from a's saved file)
+    a = LiveIndex(with_related(settings, delta_max_rows=2, max_parts=2), factory, background=False)
+    b = LiveIndex(
+        with_related(settings, delta_max_rows=10**6, max_parts=64, persist=False),
+        factory,
+        background=False,
+    )
+    queries = [r["id"] for r in records[:40:7]]
+    ingester = Ingester(factory, featurizer)
+    steps: list[Any] = [
+        lambda: ingester.ingest_records(records[40:45]),
+        lambda: ingester.ingest_records([{**records[3], "content": records[60]["content"]}]),
+        lambda: delete_article(factory, records[10]["id"]),
+        lambda: ingester.ingest_records(records[45:70]),
+        lambda: ingester.ingest_records([repost(records[0], 1), repost(records[14], 1)]),
+        lambda: delete_article(factory, records[44]["id"]),
+    ]
+    assert answers(a, factory, queries) == answers(b, factory, queries)
+    for step in steps:
+        step()
+        assert answers(a, factory, queries) == answers(b, factory, queries)
+    assert len(a.stats()) and b.stats()["segments"] > a.stats()["segments"]
+    c = LiveIndex(settings, factory, background=False)
+    assert answers(c, factory, queries) == answers(b, factory, queries)
+
+
+def test_a_damaged_or_missing_file_is_rebuilt_from_sql(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    records: list[dict[str, Any]],
+) -> None:
+    load(factory, featurizer, records[:30])
+    queries = [records[0]["id"], records[9]["id"]]
+    expected = answers(LiveIndex(settings, factory, background=False), factory, queries)
+    files = sorted((settings.data_dir / "index" / "related").glob("*.seg"))
+    assert len(files) == 1
+    data = bytearray(files[0].read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    files[0].write_bytes(bytes(data))
+    assert answers(LiveIndex(settings, factory, background=False), factory, queries) == expected
+    for f in files:
+        f.unlink()
+    assert answers(LiveIndex(settings, factory, background=False), factory, queries) == expected
+
+
+def test_servers_keep_answering_during_a_rebuild_and_then_switch(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    records: list[dict[str, Any]],
+) -> None:
+    load(factory, featurizer, records[:30])
+    index = LiveIndex(settings, factory, background=True)
+    answers(index, factory, [records[0]["id"]])
+    old = index.stats()["version"]
+    Ingester(factory, featurizer).ingest_records(records[30:40])
+    reindex(factory=factory, featurizer=featurizer)
+    answers(index, factory, [records[35]["id"]])  # answered while the new index is built
+    index.wait(60)
+    after = answers(index, factory, [records[0]["id"], records[35]["id"]])
+    assert index.stats()["version"] == old + 1
+    fresh = LiveIndex(settings, factory, background=False)
+    assert after == answers(fresh, factory, [records[0]["id"], records[35]["id"]])
+
+
+def test_a_sync_interval_delays_changes_by_at_most_that(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    records: list[dict[str, Any]],
+) -> None:
+    load(factory, featurizer, records[:20])
+    index = LiveIndex(with_related(settings, sync_interval_s=0.5), factory, background=False)
+    first = answers(index, factory, [records[0]["id"]])
+    Ingester(factory, featurizer).ingest_records([repost(records[0], 1)])
+    assert answers(index, factory, [records[0]["id"]]) == first  # within the interval: stale
+    time.sleep(0.6)
+    assert answers(index, factory, [records[0]["id"]]) != first

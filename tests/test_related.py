@@ -1,0 +1,269 @@
+"""Related articles through the Python API, on SQLite and PostgreSQL, on real JavaGuide text."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import delete, insert
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.config import Settings
+from recengine.errors import InvalidRequest, ModelMissing, NotFound
+from recengine.features.simhash import hamming
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.reindex import reindex
+from recengine.recommend.live import LiveIndex
+from recengine.recommend.related import RelatedArticles
+from recengine.storage.articles import get_article, soft_delete
+from recengine.storage.models import ArticleFeatures, ClusterMember
+from recengine.storage.state import begin_write, read_state
+from tests.factories import javaguide_records, record
+
+FOOTER = "\n\n本文转载自 JavaGuide，转载请注明出处。欢迎关注公众号获取更多面试资料。"
+
+
+def repost(rec: dict[str, Any], n: int) -> dict[str, Any]:
+    """A near-duplicate the way reposting makes one: same text, a footer, another id."""
+    return {**rec, "id": f"repost-{n}-{rec['id']}", "content": rec["content"] + FOOTER}
+
+
+def load(
+    factory: sessionmaker[Session], featurizer: Featurizer, records: list[dict[str, Any]]
+) -> None:
+    Ingester(factory, featurizer).ingest_records(records)
+    reindex(factory=factory, featurizer=featurizer)
+
+
+def delete_article(factory: sessionmaker[Session], external_id: str) -> None:
+    with factory() as session, session.begin():
+        state = begin_write(session=session)
+        article = get_article(session=session, external_id=external_id)
+        assert article is not None
+        soft_delete(session=session, article_id=article.id, seq=state.seq, now=datetime.now(UTC))
+
+
+def ask(service: RelatedArticles, factory: sessionmaker[Session], aid: str, **kw: Any) -> Any:
+    with factory() as session:
+        return service.related(aid, session=session, **kw)
+
+
+@pytest.fixture
+def corpus(data_dir: Path) -> list[dict[str, Any]]:
+    records = javaguide_records(data_dir, 60)
+    for i, r in enumerate(records):
+        r["published_at"] = f"2024-01-{1 + i % 28:02d}T08:00:00+00:00"
+    return [*records, repost(records[0], 1), repost(records[0], 2), repost(records[5], 1)]
+
+
+@pytest.fixture
+def service(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    corpus: list[dict[str, Any]],
+) -> RelatedArticles:
+    load(factory, featurizer, corpus)
+    return RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+
+
+def ids(body: dict[str, Any]) -> list[str]:
+    return [entry["id"] for entry in body["items"]]
+
+
+def test_body_has_exactly_the_contract_shape(
+    service: RelatedArticles, factory: sessionmaker[Session], corpus: list[dict[str, Any]]
+) -> None:
+    body = ask(service, factory, corpus[0]["id"], k=5)
+    assert set(body) == {"article", "items", "suppressed"}
+    assert body["article"] == corpus[0]["id"] and len(body["items"]) == 5
+    for entry in body["items"]:
+        assert set(entry) == {"id", "title", "url", "score", "reasons"}
+        assert 0 < entry["score"] <= 1 and entry["reasons"]["shared_terms"]
+        assert sum(t["weight"] for t in entry["reasons"]["shared_terms"]) <= entry["score"] + 1e-6
+    scores = [e["score"] for e in body["items"]]
+    assert scores == sorted(scores, reverse=True)
+    # the query's two reposts are suppressed as its duplicates, with their distances
+    assert {s["id"] for s in body["suppressed"]} == {
+        f"repost-{n}-{corpus[0]['id']}" for n in (1, 2)
+    }
+    for s in body["suppressed"]:
+        assert set(s) == {"id", "duplicate_of", "distance"}
+        assert s["duplicate_of"] == corpus[0]["id"] and 0 <= s["distance"] <= 8
+    assert corpus[0]["id"] not in ids(body)
+
+
+def test_a_repost_of_an_item_is_shown_once(
+    service: RelatedArticles, factory: sessionmaker[Session], corpus: list[dict[str, Any]]
+) -> None:
+    # corpus[5] and its repost are both related to whatever corpus[5] is related to
+    body = ask(service, factory, corpus[6]["id"], k=30)
+    shown = ids(body)
+    pair = {corpus[5]["id"], f"repost-1-{corpus[5]['id']}"}
+    assert len(pair & set(shown)) <= 1
+    if pair & set(shown):
+        kept = (pair & set(shown)).pop()
+        assert {"id": (pair - {kept}).pop(), "duplicate_of": kept} == {
+            k: v
+            for k, v in next(s for s in body["suppressed"] if s["id"] in pair).items()
+            if k != "distance"
+        }
+
+
+def test_paging_and_k_limits(
+    service: RelatedArticles, factory: sessionmaker[Session], corpus: list[dict[str, Any]]
+) -> None:
+    aid = corpus[10]["id"]
+    whole = ids(ask(service, factory, aid, k=20))
+    assert ids(ask(service, factory, aid, k=10)) == whole[:10]
+    assert ids(ask(service, factory, aid, k=10, offset=10)) == whole[10:20]
+    assert ids(ask(service, factory, aid, k="3", offset="2")) == whole[2:5]
+    for bad in ({"k": 0}, {"k": 101}, {"k": "ten"}, {"offset": -1}, {"min_score": 2}):
+        with pytest.raises(InvalidRequest):
+            ask(service, factory, aid, **bad)
+    with pytest.raises(InvalidRequest, match="unknown"):
+        ask(service, factory, aid, colour="red")
+    with pytest.raises(NotFound):
+        ask(service, factory, "no-such-article")
+
+
+def test_filters(
+    service: RelatedArticles, factory: sessionmaker[Session], corpus: list[dict[str, Any]]
+) -> None:
+    aid = corpus[10]["id"]
+    by_id = {r["id"]: r for r in corpus}
+    base = ids(ask(service, factory, aid, k=10))
+    body = ask(service, factory, aid, k=10, exclude=base[:3])
+    assert not set(base[:3]) & set(ids(body)) and ids(body)[:7] == base[3:10]
+
+    category = corpus[20]["category"]
+    body = ask(service, factory, aid, k=50, categories=[category])
+    assert ids(body) and all(by_id[i]["category"] == category for i in ids(body))
+
+    tag = corpus[10]["tags"][0]
+    body = ask(service, factory, aid, k=50, tags=[tag])
+    assert all(tag in by_id[i]["tags"] for i in ids(body))
+
+    body = ask(
+        service,
+        factory,
+        aid,
+        k=50,
+        published_after="2024-01-10T00:00:00Z",
+        published_before=datetime(2024, 1, 20, tzinfo=UTC),
+    )
+    days = [int(by_id[i]["published_at"][8:10]) for i in ids(body)]
+    assert days and all(10 <= d < 20 for d in days)
+
+    scores = [e["score"] for e in ask(service, factory, aid, k=50)["items"]]
+    middle = len(scores) // 2
+    cut = (scores[middle] + scores[middle + 1]) / 2  # between two shown (rounded) scores
+    body = ask(service, factory, aid, k=50, min_score=cut)
+    assert [e["score"] for e in body["items"]] == [s for s in scores if s >= cut]
+    with pytest.raises(InvalidRequest):
+        ask(service, factory, aid, published_after="2024-02-01", published_before="2024-01-01")
+
+
+def test_new_article_is_related_and_shows_up_in_others_lists_at_once(
+    service: RelatedArticles,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    corpus: list[dict[str, Any]],
+) -> None:
+    a, b = corpus[30], corpus[31]
+    half = len(a["content"]) // 2
+    new = {"id": "brand-new", "title": a["title"] + " 续", "content": a["content"][:half]}
+    ask(service, factory, a["id"])  # the index is built and in use
+    Ingester(factory, featurizer).ingest_records([new])  # no reindex
+    body = ask(service, factory, "brand-new", k=5)
+    assert body["items"] and a["id"] in ids(body)
+    assert "brand-new" in ids(ask(service, factory, a["id"], k=5))
+    # an update moves it: now it is b's text
+    Ingester(factory, featurizer).ingest_records([{**new, "content": b["content"]}])
+    assert "brand-new" not in ids(ask(service, factory, a["id"], k=5))
+    assert "brand-new" in ids(ask(service, factory, b["id"], k=5)) or any(
+        s["id"] == "brand-new" for s in ask(service, factory, b["id"], k=5)["suppressed"]
+    )
+
+
+def test_deleted_articles_never_appear(
+    service: RelatedArticles, factory: sessionmaker[Session], corpus: list[dict[str, Any]]
+) -> None:
+    aid = corpus[12]["id"]
+    before = ids(ask(service, factory, aid, k=10))
+    delete_article(factory, before[0])
+    after = ask(service, factory, aid, k=10)
+    assert before[0] not in ids(after) and ids(after)[:9] == before[1:]
+    assert all(s["id"] != before[0] for s in after["suppressed"])
+    with pytest.raises(NotFound):
+        ask(service, factory, before[0])
+
+
+def test_no_model_is_a_clear_error(settings: Settings, factory: sessionmaker[Session]) -> None:
+    service = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+    with pytest.raises(ModelMissing):
+        ask(service, factory, "a1")
+
+
+def test_cluster_members_are_suppressed_whatever_their_distance(
+    service: RelatedArticles, factory: sessionmaker[Session], corpus: list[dict[str, Any]]
+) -> None:
+    aid = corpus[40]["id"]
+    shown = ids(ask(service, factory, aid, k=6))
+    with factory() as session:
+        internal = {
+            r["id"]: get_article(session=session, external_id=r["id"]).id  # type: ignore[union-attr]
+            for r in corpus
+        }
+    # clustering put the query with shown[0], and shown[1] with shown[2]
+    # (a canonical article has no row of its own: its members point at it)
+    clusters = [(internal[shown[0]], internal[aid]), (internal[shown[2]], internal[shown[1]])]
+    with factory() as session, session.begin():
+        session.execute(
+            insert(ClusterMember),
+            [{"article_id": a, "canonical_id": c, "distance": 9} for a, c in clusters],
+        )
+    body = ask(service, factory, aid, k=6)
+    assert shown[0] not in ids(body) and shown[2] not in ids(body) and shown[1] in ids(body)
+    reasons = {s["id"]: s["duplicate_of"] for s in body["suppressed"]}
+    assert reasons[shown[0]] == aid and reasons[shown[2]] == shown[1]
+    with factory() as session, session.begin():
+        session.execute(delete(ClusterMember))
+
+
+def test_a_reindex_switches_the_index_to_the_new_model(
+    settings: Settings,
+    service: RelatedArticles,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    corpus: list[dict[str, Any]],
+) -> None:
+    aid = corpus[3]["id"]
+    before = ask(service, factory, aid, k=10)
+    Ingester(factory, featurizer).ingest_records([record(900 + i) for i in range(5)])
+    reindex(factory=factory, featurizer=featurizer)
+    after = ask(service, factory, aid, k=10)
+    with factory() as session:
+        version = read_state(session=session).active_model_version
+    assert service.index.stats()["version"] == version
+    fresh = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+    assert ask(fresh, factory, aid, k=10) == after
+    assert len(set(ids(after)) & set(ids(before))) >= 7  # five short articles change little
+
+
+def test_query_vector_comes_from_sql(
+    service: RelatedArticles, factory: sessionmaker[Session], corpus: list[dict[str, Any]]
+) -> None:
+    # fingerprints in the body's distances are those stored for the articles
+    body = ask(service, factory, corpus[0]["id"], k=3)
+    with factory() as session:
+        prints = {r.article_id: r.fingerprint for r in session.query(ArticleFeatures).all()}
+        ext = {
+            r["id"]: get_article(session=session, external_id=r["id"]).id  # type: ignore[union-attr]
+            for r in corpus
+        }
+    for s in body["suppressed"]:
+        assert s["distance"] == hamming(prints[ext[s["id"]]], prints[ext[s["duplicate_of"]]])

@@ -1,0 +1,199 @@
+"""Suppression invariants as properties: of the greedy pick, and of whole related lists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import delete, insert, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.config import Settings
+from recengine.features.hashing import TermHasher
+from recengine.features.neardup import NearDupCriterion
+from recengine.features.simhash import hamming
+from recengine.features.tfidf import SparseVector
+from recengine.pipeline.featurize import Featurizer
+from recengine.recommend.criterion import NO_CLUSTER, Articles, DuplicateCriterion
+from recengine.recommend.live import LiveIndex
+from recengine.recommend.related import RelatedArticles
+from recengine.recommend.suppress import pick
+from recengine.storage.models import Article, ArticleFeatures, ClusterMember
+from tests.factories import javaguide_records
+from tests.test_related import load, repost
+
+JUDGE = NearDupCriterion(k=8, min_cosine=0.9)
+HASHER = TermHasher()
+
+
+def near(base: int, flips: int, seed: int) -> int:
+    rng = np.random.default_rng(seed)
+    for bit in rng.choice(64, flips, replace=False):
+        base ^= 1 << int(bit)
+    return base
+
+
+def vector(weights: np.ndarray[Any, Any]) -> SparseVector:
+    """A unit vector over terms t0..t19 (zero weights left out), largest first."""
+    order = [int(i) for i in np.argsort(-weights, kind="stable") if weights[i] > 0]
+    w = weights[order] / np.linalg.norm(weights[order])
+    terms = [f"t{i}" for i in order]
+    return SparseVector(tuple(terms), HASHER.hashes(terms), w.astype(np.float32))
+
+
+def articles(seed: int, n: int, n_clusters: int) -> tuple[Articles, Articles]:
+    """Candidates and a query around 4 topics: near fingerprints with near vectors, or not."""
+    rng = np.random.default_rng(seed)
+    roots = rng.integers(0, 2**63, 4, dtype=np.int64).astype(np.uint64) * 2
+    bases = rng.random((4, 20)) + 0.01
+    prints, vectors, clusters = [], [], []
+    for i in range(n + 1):
+        topic = int(rng.integers(4)) if i else 0
+        prints.append(near(int(roots[topic]), int(rng.integers(0, 12)), seed + i))
+        noise = rng.random(20) * (0.05 if rng.random() < 0.6 else 2.0)
+        vectors.append(vector(bases[topic] + noise))
+        clusters.append(int(rng.integers(0, n_clusters)) if rng.random() < 0.4 else NO_CLUSTER)
+    everyone = Articles(
+        np.arange(n + 1, dtype=np.int64),
+        np.array(prints, np.uint64),
+        np.array(clusters, np.int64),
+        lambda j: vectors[j],
+    )
+    return everyone.take(range(1, n + 1)), everyone.take([0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 40),
+    limit=st.integers(1, 15),
+    n_clusters=st.integers(1, 6),
+)
+def test_pick_keeps_no_duplicates(seed: int, n: int, limit: int, n_clusters: int) -> None:
+    candidates, query = articles(seed, n, n_clusters)
+    got = pick(candidates, query, DuplicateCriterion(JUDGE), limit)
+
+    def dup(a: Articles, i: int, b: Articles, j: int) -> bool:
+        ca, cb = int(a.clusters[i]), int(b.clusters[j])
+        if ca == cb != NO_CLUSTER:
+            return True
+        fa, fb = int(a.fingerprints[i]), int(b.fingerprints[j])
+        return JUDGE.judge(fa, a.vector(i), fb, b.vector(j)).duplicate
+
+    kept = got.kept
+    assert len(kept) <= limit and kept == sorted(kept)
+    assert not any(dup(query, 0, candidates, i) for i in kept)
+    assert not any(dup(candidates, i, candidates, j) for i in kept for j in kept if i < j)
+    seen = set(kept) | {s.position for s in got.suppressed}
+    assert seen == set(range(max(seen, default=-1) + 1))  # every candidate up to the last
+    for s in got.suppressed:
+        if s.duplicate_of == 0:
+            other, j = query, 0
+        else:
+            other, j = candidates, s.duplicate_of - 1
+            assert j in kept and j < s.position
+        assert dup(candidates, s.position, other, j)
+        assert s.distance == hamming(
+            int(candidates.fingerprints[s.position]), int(other.fingerprints[j])
+        )
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the database holds, by caller id, to check answers against the criterion."""
+
+    internal: dict[str, int]
+    prints: dict[int, int]
+    vectors: dict[int, SparseVector]
+    judge: NearDupCriterion
+
+    def distance(self, a: str, b: str) -> int:
+        return hamming(self.prints[self.internal[a]], self.prints[self.internal[b]])
+
+    def near_duplicates(self, a: str, b: str) -> bool:
+        x, y = self.internal[a], self.internal[b]
+        verdict = self.judge.judge(self.prints[x], self.vectors[x], self.prints[y], self.vectors[y])
+        return verdict.duplicate
+
+
+def facts(factory: sessionmaker[Session], settings: Settings) -> Facts:
+    with factory() as session:
+        ids = dict(session.execute(select(Article.external_id, Article.id)).all())
+        rows = session.execute(
+            select(ArticleFeatures.article_id, ArticleFeatures.fingerprint, ArticleFeatures.vector)
+        ).all()
+    return Facts(
+        ids,
+        {r[0]: r[1] for r in rows},
+        {r[0]: SparseVector.from_bytes(r[2]) for r in rows},
+        NearDupCriterion.from_settings(settings),
+    )
+
+
+def test_related_lists_never_hold_duplicates(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    data_dir: Path,
+) -> None:
+    records = javaguide_records(data_dir, 40)
+    records += [repost(records[i], n) for i in (0, 1, 2, 3, 8) for n in (1, 2)]
+    load(factory, featurizer, records)
+    service = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+    known = facts(factory, settings)
+    internal = known.internal
+    names = sorted(internal)
+
+    @settings_for_db
+    @given(
+        query=st.sampled_from(names),
+        k=st.integers(1, 20),
+        clusters=st.dictionaries(st.sampled_from(names), st.sampled_from(names), max_size=25),
+    )
+    def check(query: str, k: int, clusters: dict[str, str]) -> None:
+        with factory() as session, session.begin():
+            session.execute(delete(ClusterMember))
+            if clusters:
+                session.execute(
+                    insert(ClusterMember),
+                    [
+                        {"article_id": internal[a], "canonical_id": internal[c], "distance": 0}
+                        for a, c in clusters.items()
+                    ],
+                )
+        with factory() as session:
+            body = service.related(query, session=session, k=k)
+        assert_no_duplicates(body, query, clusters, known)
+
+    check()
+
+
+settings_for_db = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def assert_no_duplicates(
+    body: dict[str, Any], query: str, clusters: dict[str, str], known: Facts
+) -> None:
+    heads = set(clusters.values())
+
+    def cluster(x: str) -> str | None:
+        return clusters.get(x, x if x in heads else None)
+
+    def dup(a: str, b: str) -> bool:
+        same = cluster(a) is not None and cluster(a) == cluster(b)
+        return same or known.near_duplicates(a, b)
+
+    shown = [e["id"] for e in body["items"]]
+    assert query not in shown
+    assert not any(dup(query, x) for x in shown)
+    assert not any(dup(a, b) for i, a in enumerate(shown) for b in shown[i + 1 :])
+    for s in body["suppressed"]:
+        assert s["duplicate_of"] == query or s["duplicate_of"] in shown
+        assert dup(s["id"], s["duplicate_of"])
+        assert s["distance"] == known.distance(s["id"], s["duplicate_of"])
