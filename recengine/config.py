@@ -163,11 +163,6 @@ class WebSettings(_Section):
     max_body_bytes: int = Field(default=16_000_000, ge=1_000)
     max_batch: int = Field(default=500, ge=1, le=100_000)
     max_events: int = Field(default=1_000, ge=1, le=100_000)
-    default_k: int = Field(default=10, ge=1, le=1_000)
-    max_k: int = Field(default=100, ge=1, le=1_000)
-    feed_default_k: int = Field(default=20, ge=1, le=1_000)
-    max_offset: int = Field(default=1_000, ge=0, le=100_000)
-    refresh_seconds: float = Field(default=1.0, ge=0.0, le=3600.0)
 
     @field_validator("cors_origins")
     @classmethod
@@ -178,12 +173,6 @@ class WebSettings(_Section):
                     f"{origin!r} is not an origin: give scheme://host[:port] with no path, or *"
                 )
         return value
-
-    @model_validator(mode="after")
-    def _k_bounds(self) -> WebSettings:
-        if self.default_k > self.max_k or self.feed_default_k > self.max_k:
-            raise ValueError("default_k and feed_default_k must not exceed max_k")
-        return self
 
 
 class Settings(BaseSettings):

@@ -4,8 +4,8 @@ gunicorn's master process binds the socket and forks ``--workers`` processes; ea
 own app with ``recengine.web:create_app(settings)`` (named by string: ``cli`` and ``web`` are
 separate edges and never import each other) and serves with ``--threads`` threads ("gthread"
 workers: keep-alive connections, and one slow client does not hold a whole process). Every
-worker reads the same database, so a write through one is visible to all (see
-``web.refresh_seconds`` for the in-memory indexes).
+worker reads the same database, so a write through one is visible to all (each worker's
+related-articles index catches up with SQL before it answers, ``related.sync_interval_s``).
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ def run(ctx: CliContext, announce: str = "serving") -> None:
         "timeout": web.timeout_seconds,
         "graceful_timeout": 10,
         "keepalive": 5,
+        "limit_request_line": 8190,  # gunicorn's maximum: long filter lists fit in a URL
         "when_ready": when_ready,
         "proc_name": "recengine",
     }

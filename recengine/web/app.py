@@ -17,6 +17,7 @@ from spectree import SecurityScheme, SecuritySchemeData, SpecTree
 from spectree.models import SecureType
 
 from recengine.config import Settings, load_settings
+from recengine.errors import InvalidRequest
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import check_schema
 from recengine.text.tokenize import Tokenizer
@@ -52,7 +53,7 @@ def create_app(settings: Settings | None = None, *, tokenizer: Tokenizer | None 
     app.config["MAX_CONTENT_LENGTH"] = settings.web.max_body_bytes
     engine = make_engine(settings.resolved_database_url)
     check_schema(engine)
-    models = build_models(settings.web)
+    models = build_models(settings)
     init_services(app, Services(settings, engine, make_session_factory(engine), models, tokenizer))
     errors.init_app(app)
     router = Router(app, _spec(), settings)
@@ -86,7 +87,7 @@ def _spec() -> SpecTree:
                 name="bearer", data=SecuritySchemeData(type=SecureType.HTTP, scheme="bearer")
             )
         ],
-        validation_error_status=errors.status_of(errors.InvalidRequest),
+        validation_error_status=errors.status_of(InvalidRequest),
         validation_error_model=ErrorBody,
         before=errors.validation_hook,
         after=errors.response_hook,

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from functools import partial
 
-from recengine.errors import InvalidRecord, NotFound
+from recengine.errors import InvalidRecord, ModelMissing, NotFound
 from recengine.recommend.duplicates import duplicates_of
 from recengine.storage.articles import get_article
-from recengine.web.routing import Router, validated_body
+from recengine.web.routing import Router, validated_body, validated_query
 from recengine.web.schemas import (
     ArticleOut,
     ArticleUpsert,
     Deleted,
     DuplicatesOut,
     Models,
+    RelatedOut,
+    RelatedQuery,
     UpsertResult,
 )
 from recengine.web.services import services, session
@@ -70,6 +72,21 @@ def delete(article_id: str) -> Deleted:
     return Deleted(id=article_id)
 
 
+def related(article_id: str) -> RelatedOut:
+    """Articles a reader of this one wants next: related, never a near-duplicate of it.
+
+    Ranked by cosine of the TF-IDF vectors; a near-duplicate of the article, or of an item
+    above, is left out and listed in ``suppressed`` with ``duplicate_of`` and the distance. The
+    worker's index follows SQL before answering (``related.sync_interval_s``), so an article
+    written through any worker shows up here from the next request.
+    """
+    query = validated_query(RelatedQuery)
+    body = services().related.related(
+        article_id, session=session(), k=query.k, offset=query.offset, **query.as_kwargs()
+    )
+    return RelatedOut.model_validate(body)
+
+
 def duplicates(article_id: str) -> DuplicatesOut:
     """The article's near-duplicate cluster, canonical first, each member judged against it.
 
@@ -99,6 +116,15 @@ def init_app(router: Router, models: Models) -> None:
     )
     add(path, read, method="GET", write=False, ok=ArticleOut, errors=(NotFound,))
     add(path, delete, method="DELETE", write=True, ok=Deleted, errors=(NotFound,))
+    add(
+        f"{path}/related",
+        related,
+        method="GET",
+        write=False,
+        ok=RelatedOut,
+        query=models.related_query,
+        errors=(NotFound, ModelMissing),
+    )
     add(
         f"{path}/duplicates",
         duplicates,

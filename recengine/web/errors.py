@@ -24,6 +24,7 @@ from werkzeug.exceptions import HTTPException
 from recengine.errors import (
     ConfigError,
     InvalidRecord,
+    InvalidRequest,
     ModelMissing,
     NotFound,
     RecengineError,
@@ -35,12 +36,6 @@ from recengine.web.services import discard_session
 log = logging.getLogger(__name__)
 
 OK = 200
-
-
-class InvalidRequest(RecengineError):
-    """The body, query or path does not match the published schema."""
-
-    code = "invalid_request"
 
 
 class InvalidJson(RecengineError):

@@ -6,7 +6,7 @@ import os
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from recengine.storage.state import read_state
+from recengine.storage.state import State, read_state
 from recengine.web.errors import Unavailable, status_of
 from recengine.web.routing import Router
 from recengine.web.schemas import DatabaseHealth, HealthOut, IndexHealth
@@ -14,12 +14,11 @@ from recengine.web.services import discard_session, services, session
 
 
 def health() -> HealthOut | tuple[HealthOut, int]:
-    """Database reachability, the change sequence, and each in-memory index's lag behind it.
+    """Database reachability, the change sequence, and this worker's index and its lag.
 
     200 while the database answers; 503 (with the same report) when it does not, so a load
-    balancer can take the worker out.
+    balancer can take the worker out. Looking does not load or update an index.
     """
-    settings = services().settings
     try:
         state = read_state(session=session())
     except SQLAlchemyError as exc:
@@ -29,19 +28,32 @@ def health() -> HealthOut | tuple[HealthOut, int]:
             worker=os.getpid(),
             database=DatabaseHealth(reachable=False, error=type(exc).__name__),
             indexes=[],
-            refresh_seconds=settings.web.refresh_seconds,
         )
         return report, status_of(Unavailable)
-    indexes: list[IndexHealth] = []
-    lagging = any(i.lag for i in indexes)
+    index = related_index(state)
+    stale = index.rebuilding or (index.loaded and index.model_version != state.active_model_version)
     return HealthOut(
-        status="degraded" if lagging else "ok",
+        status="degraded" if stale else "ok",
         worker=os.getpid(),
         database=DatabaseHealth(
             reachable=True, seq=state.seq, model_version=state.active_model_version
         ),
-        indexes=indexes,
-        refresh_seconds=settings.web.refresh_seconds,
+        indexes=[index],
+    )
+
+
+def related_index(state: State) -> IndexHealth:
+    stats = services().index.stats()
+    seq = stats["seq"]
+    return IndexHealth(
+        name="related",
+        loaded=stats["loaded"],
+        model_version=stats["version"],
+        seq=seq,
+        lag=None if seq is None else max(0, state.seq - seq),
+        articles=stats["articles"],
+        segments=stats["segments"],
+        rebuilding=stats["busy"],
     )
 
 

@@ -18,9 +18,9 @@ from spectree import SpecTree
 from spectree.plugins.flask_plugin import FlaskPlugin
 
 from recengine.config import Settings
-from recengine.errors import RecengineError
+from recengine.errors import InvalidRequest, RecengineError
 from recengine.web.auth import guarded, security
-from recengine.web.errors import AUTH, BODY, InvalidRequest, WritesDisabled, describe, responses
+from recengine.web.errors import AUTH, BODY, WritesDisabled, describe, responses
 from recengine.web.schemas import PATH_PARAMETERS
 
 M = TypeVar("M", bound=BaseModel)

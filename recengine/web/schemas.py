@@ -26,7 +26,7 @@ from pydantic import (
     TypeAdapter,
 )
 
-from recengine.config import WebSettings
+from recengine.config import Settings
 from recengine.pipeline.records import ID_PATTERN, ArticleRecord
 
 # The caller's id of an article or a reader: 1-255 characters, not all blank, no control
@@ -187,40 +187,57 @@ class DatabaseHealth(_Out):
 
 
 class IndexHealth(_Out):
+    """An in-memory index of this worker. It follows SQL before each query it answers."""
+
     name: str
-    loaded: bool
-    seq: Annotated[int | None, Field(description="Change sequence number the index reflects.")] = (
-        None
-    )
-    lag: Annotated[
-        int | None, Field(description="Writes not yet in the index (database seq - seq).")
-    ] = None
-    age_seconds: Annotated[
-        float | None, Field(description="Since the index last checked for writes.")
-    ] = None
+    loaded: bool = Field(description="False until the first query that needs it.")
+    model_version: int | None = None
+    seq: int | None = Field(None, description="Change sequence number the index reflects.")
+    lag: int | None = Field(None, description="Changes committed since (caught up at next use).")
+    articles: int = 0
+    segments: int = 0
+    rebuilding: bool = Field(False, description="A rebuild for a new model runs in background.")
 
 
 class HealthOut(_Out):
-    status: Literal["ok", "degraded", "unavailable"]
+    status: Literal["ok", "degraded", "unavailable"] = Field(
+        description="degraded: an index answers from an old model while it is rebuilt."
+    )
     worker: int = Field(description="Process id of the worker that answered.")
     database: DatabaseHealth
     indexes: list[IndexHealth]
-    refresh_seconds: float = Field(description="How often a worker looks for new writes.")
 
 
 # -- request models that depend on the deployment's limits ------------------------------------
 
 
-class RelatedQuery(BaseModel):
+Label = Annotated[str, Field(min_length=1, max_length=255)]
+
+
+class Filters(BaseModel):
+    """Restrictions of related lists and feeds (repeat a list parameter for several values)."""
+
+    exclude: list[ExternalId] = Field(default_factory=list, description="Article ids to leave out.")
+    categories: list[Label] = Field(default_factory=list, description="Only these categories.")
+    tags: list[Label] = Field(default_factory=list, description="Only articles with one of these.")
+    published_after: AwareDatetime | None = Field(None, description="Published after this.")
+    published_before: AwareDatetime | None = Field(None, description="Published before this.")
+    min_score: float = Field(0.0, ge=0.0, le=1.0, description="Smallest cosine shown.")
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The keyword filters of ``RelatedArticles.related`` and ``ReaderFeeds.feed``."""
+        return self.model_dump(exclude={"k", "offset"})
+
+
+class RelatedQuery(Filters):
     """Query of ``GET /api/v1/articles/<id>/related`` (limits from settings, see build_models)."""
 
     k: int = 10
     offset: int = 0
 
 
-class FeedQuery(BaseModel):
+class FeedQuery(Filters):
     k: int = 20
-    offset: int = 0
 
 
 class ArticleUpsert(RootModel[Any]):
@@ -249,8 +266,10 @@ class Models:
     feed_query: type[FeedQuery]
 
 
-def build_models(web: WebSettings) -> Models:
-    """Request models whose limits are ``web``'s: they validate and they are published."""
+def build_models(settings: Settings) -> Models:
+    """Request models with this deployment's limits: they validate and they are published."""
+    web, related, feed = settings.web, settings.related, settings.feed
+    values = related.max_filter_values
 
     class ArticleUpsertModel(ArticleUpsert):
         root: Annotated[
@@ -271,12 +290,17 @@ def build_models(web: WebSettings) -> Models:
         ]
 
     class RelatedQueryModel(RelatedQuery):
-        k: int = Field(web.default_k, ge=1, le=web.max_k, description="Items wanted.")
-        offset: int = Field(0, ge=0, le=web.max_offset, description="Items to skip (paging).")
+        k: int = Field(related.default_k, ge=1, le=related.max_k, description="Items wanted.")
+        offset: int = Field(0, ge=0, le=related.max_offset, description="Items to skip (paging).")
+        exclude: list[ExternalId] = Field(default_factory=list, max_length=values)
+        categories: list[Label] = Field(default_factory=list, max_length=values)
+        tags: list[Label] = Field(default_factory=list, max_length=values)
 
     class FeedQueryModel(FeedQuery):
-        k: int = Field(web.feed_default_k, ge=1, le=web.max_k, description="Items wanted.")
-        offset: int = Field(0, ge=0, le=web.max_offset, description="Items to skip (paging).")
+        k: int = Field(feed.default_k, ge=1, le=feed.max_k, description="Items wanted.")
+        exclude: list[ExternalId] = Field(default_factory=list, max_length=values)
+        categories: list[Label] = Field(default_factory=list, max_length=values)
+        tags: list[Label] = Field(default_factory=list, max_length=values)
 
     for cls, name in (
         (ArticleUpsertModel, "ArticleUpsert"),

@@ -20,6 +20,9 @@ from recengine.features.neardup import NearDupCriterion
 from recengine.pipeline.featurize import Featurizer, text_of
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.parallel import AnalysisPool
+from recengine.recommend.feed import ReaderFeeds
+from recengine.recommend.live import LiveIndex
+from recengine.recommend.related import RelatedArticles
 from recengine.text.tokenize import Tokenizer
 from recengine.web.schemas import Models
 
@@ -37,6 +40,20 @@ class Services:
     tokenizer: Tokenizer | None = None
     _ingester: Ingester | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @cached_property
+    def index(self) -> LiveIndex:
+        """This worker's related-articles index (loads or builds on first use, then follows SQL;
+        rebuilds after a reindex happen in the background while the old index answers)."""
+        return LiveIndex(self.settings, self.factory, background=True)
+
+    @cached_property
+    def related(self) -> RelatedArticles:
+        return RelatedArticles(self.settings, self.index)
+
+    @cached_property
+    def feeds(self) -> ReaderFeeds:
+        return ReaderFeeds(self.settings, self.index)
 
     @cached_property
     def criterion(self) -> NearDupCriterion:

@@ -2,32 +2,58 @@
 
 from __future__ import annotations
 
-from recengine.errors import NotFound
-from recengine.pipeline.changes import ReadEvent, record_events
-from recengine.web.routing import Router, validated_body
-from recengine.web.schemas import EventsIn, EventsRecorded, Models
-from recengine.web.services import services
+from datetime import datetime
+from functools import partial
+
+from recengine.errors import ModelMissing, NotFound
+from recengine.storage.db import transaction
+from recengine.web.routing import Router, validated_body, validated_query
+from recengine.web.schemas import EventsIn, EventsRecorded, FeedOut, FeedQuery, Models
+from recengine.web.services import services, session
 
 
 def record(user: str) -> EventsRecorded:
-    """Record that the reader read one article or several (all or none).
+    """Record that the reader read one article or several: all in one transaction, or none.
 
-    Events feed the reader's feed: read articles and their near-duplicates leave it.
+    Reading an article twice at the same time counts once. Read articles, and every
+    near-duplicate of them, leave the reader's feed.
     """
-    body = validated_body(EventsIn)
-    events = [ReadEvent(article=e.article, kind=e.kind, at=e.at) for e in body.events()]
-    recorded = record_events(factory=services().factory, user_id=user, events=events)
+    by_time: dict[datetime | None, list[str]] = {}
+    for event in validated_body(EventsIn).events():
+        by_time.setdefault(event.at, []).append(event.article)
+    feeds, recorded = services().feeds, 0
+    with transaction(services().factory) as writing:
+        for at, articles in by_time.items():
+            recorded += feeds.record_reads(user, articles, session=writing, at=at)
     return EventsRecorded(user=user, recorded=recorded)
 
 
+def feed(user: str) -> FeedOut:
+    """The reader's feed: articles related to what they read, weighted by how much of their
+    history each interest takes and by recency; read articles and their near-duplicates left
+    out, at most one per duplicate cluster. A reader with no history gets fresh articles."""
+    query = validated_query(FeedQuery)
+    body = services().feeds.feed(user, session=session(), k=query.k, **query.as_kwargs())
+    return FeedOut.model_validate(body)
+
+
 def init_app(router: Router, models: Models) -> None:
-    router.add(
+    add = partial(router.add, tag="readers")
+    add(
         "/api/v1/users/<path:user>/events",
         record,
         method="POST",
         write=True,
-        tag="readers",
         ok=EventsRecorded,
         json=models.events_in,
         errors=(NotFound,),
+    )
+    add(
+        "/api/v1/users/<path:user>/feed",
+        feed,
+        method="GET",
+        write=False,
+        ok=FeedOut,
+        query=models.feed_query,
+        errors=(ModelMissing,),
     )

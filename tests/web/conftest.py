@@ -31,7 +31,7 @@ def settings(tmp_path: Path, database_url: str) -> Settings:
 
 @pytest.fixture
 def make_app(settings: Settings, engine: Engine, tokenizer: Tokenizer) -> Callable[..., Flask]:
-    """Apps on the test database with some settings changed: ``make_app(web={"max_k": 5})``."""
+    """Apps on the test database with some settings changed: ``make_app(related={"max_k": 5})``."""
 
     def build(**overrides: Any) -> Flask:
         data = settings.model_dump(mode="json")

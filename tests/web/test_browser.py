@@ -93,7 +93,9 @@ def site(
         engine = make_engine(settings.resolved_database_url)
         upgrade(engine)
         records = javaguide_records(data_dir, 60)
-        records.append({**records[0], "id": "xss", "title": XSS_TITLE})
+        # related to records 0 and 1, a near-duplicate of neither; its title is an attack
+        mixed = records[0]["content"][:1500] + "\n" + records[1]["content"][:1500]
+        records.append({"id": "xss", "title": XSS_TITLE, "content": mixed})
         app = create_app(settings, tokenizer=tokenizer)
         client = app.test_client()
         assert client.post("/api/v1/articles", json=records, headers=AUTH).status_code == 200
@@ -165,4 +167,90 @@ def test_demo_page_renders_the_article_as_text(browser: Browser, site: Site) -> 
     assert page.locator("h1").inner_text() == XSS_TITLE  # shown as text, not markup
     assert page.evaluate("() => window.__xss === undefined")
     assert console.page_errors == []
+    page.close()
+
+
+def widget_links(page: Page) -> list[tuple[str, str]]:
+    links = page.locator("#slot section.recengine-related ul > li > a")
+    return [(a.inner_text(), a.get_attribute("href") or "") for a in links.all()]
+
+
+def test_widget_renders_the_related_links_of_the_api(browser: Browser, site: Site) -> None:
+    import json
+    import urllib.request
+
+    article = site.ids[0]
+    with urllib.request.urlopen(f"{site.api}/api/v1/articles/{article}/related?k=5") as reply:
+        expected = [item["title"] for item in json.load(reply)["items"]]
+    assert len(expected) == 5
+    console = Console()
+    page = console.watch(browser.new_page())
+    page.goto(f"{site.host}/post/{article}?api={site.api}")
+    settle(page)
+    assert page.locator("#slot h2.recengine-heading").inner_text() == "相关文章"
+    section = page.locator("#slot section.recengine-related")
+    heading_id = page.locator("#slot h2").get_attribute("id")
+    assert section.get_attribute("aria-labelledby") == heading_id
+    links = widget_links(page)
+    assert [title for title, _ in links] == expected
+    assert all(href.startswith(f"{site.host}/post/") for _, href in links)
+
+    page.locator("#slot a").first.click()  # a click navigates to the related article
+    page.wait_for_url(links[0][1])
+    settle(page)
+    assert widget_links(page)  # and that page has its own list
+    assert console.errors == [] and console.page_errors == []
+    page.close()
+
+
+def test_widget_is_usable_with_the_keyboard(browser: Browser, site: Site) -> None:
+    page = browser.new_page()
+    page.goto(f"{site.host}/post/{site.ids[1]}?api={site.api}")
+    settle(page)
+    first_href = widget_links(page)[0][1]
+    for _ in range(10):  # Tab from the top of the page reaches the widget's first link
+        page.keyboard.press("Tab")
+        if page.evaluate("() => document.activeElement.classList.contains('recengine-link')"):
+            break
+    assert page.evaluate("() => document.activeElement.href") == first_href
+    page.keyboard.press("Enter")
+    page.wait_for_url(first_href)
+    page.close()
+
+
+def test_widget_shows_a_hostile_title_as_text(browser: Browser, site: Site) -> None:
+    console = Console()
+    page = console.watch(browser.new_page())
+    shown = False
+    for article in site.ids[:2]:
+        page.goto(f"{site.host}/post/{article}?api={site.api}&k=50")
+        settle(page)
+        titles = [title for title, _ in widget_links(page)]
+        shown = shown or XSS_TITLE in titles
+    assert shown, "the test article should be related to articles 0 or 1"
+    assert page.locator("#slot img").count() == 0  # the markup in the title stayed text
+    page.locator("#slot a").first.hover()
+    assert page.evaluate("() => window.__xss === undefined")
+    assert console.errors == [] and console.page_errors == []
+    page.close()
+
+
+def test_demo_page_with_its_widget_and_no_console_errors(browser: Browser, site: Site) -> None:
+    console = Console()
+    page = console.watch(browser.new_page())
+    page.goto(f"{site.api}/?article={site.ids[2]}")
+    page.wait_for_function(
+        "() => document.querySelector('[data-recengine-article]').dataset.recengineState "
+        "=== 'done'",
+        timeout=TIMEOUT_MS,
+    )
+    links = page.locator(".widget-slot a.recengine-link")
+    assert links.count() == 8  # the demo asks for 8
+    href = links.first.get_attribute("href") or ""
+    assert "/?article=" in href  # no stored URL: the demo links to its own page
+    links.first.click()
+    page.wait_for_url(f"**{href}")
+    assert page.locator("h1").inner_text()
+    assert page.locator("section.editor h2").inner_text().startswith("For editors")
+    assert console.errors == [] and console.page_errors == []
     page.close()

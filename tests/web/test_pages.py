@@ -91,6 +91,8 @@ CONTRACT = {
     ("get", "/api/v1/articles/{article_id}"),
     ("delete", "/api/v1/articles/{article_id}"),
     ("get", "/api/v1/articles/{article_id}/duplicates"),
+    ("get", "/api/v1/articles/{article_id}/related"),
+    ("get", "/api/v1/users/{user}/feed"),
     ("post", "/api/v1/users/{user}/events"),
     ("get", "/api/v1/health"),
     ("get", "/openapi.json"),

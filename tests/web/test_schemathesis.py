@@ -15,9 +15,12 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
+from schemathesis.checks import positive_data_acceptance
 
 from recengine.config import load_settings
-from recengine.storage.db import make_engine
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.reindex import reindex
+from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.text.tokenize import Tokenizer
 from recengine.web import create_app
@@ -34,19 +37,18 @@ def api_schema(
     tmp_path_factory: pytest.TempPathFactory, tokenizer: Tokenizer
 ) -> Iterator[schemathesis.BaseSchema]:
     data = tmp_path_factory.mktemp("schemathesis")
-    config = load_settings({"data_dir": str(data), "api_key": KEY})
+    # Few filter values per request: a list over the limit must still fit in a URL.
+    config = load_settings(
+        {"data_dir": str(data), "api_key": KEY, "related": {"max_filter_values": 20}}
+    )
     engine = make_engine(config.resolved_database_url)
     upgrade(engine)
-    engine.dispose()
     app = create_app(config, tokenizer=tokenizer)
     with live_server(app) as url:
         client = app.test_client()
-        assert (
-            client.post(
-                "/api/v1/articles", json=[record(i) for i in range(5)], headers=AUTH
-            ).status_code
-            == 200
-        )
+        seeded = client.post("/api/v1/articles", json=[record(i) for i in range(5)], headers=AUTH)
+        assert seeded.status_code == 200
+        reindex(factory=make_session_factory(engine), featurizer=Featurizer(config, tokenizer))
         yield schemathesis.openapi.from_url(f"{url}/openapi.json")
 
 
@@ -56,10 +58,13 @@ OPERATIONS = [
     ("POST", "/api/v1/articles"),
     ("GET", "/api/v1/articles/{article_id}"),
     ("DELETE", "/api/v1/articles/{article_id}"),
+    ("GET", "/api/v1/articles/{article_id}/related"),
     ("GET", "/api/v1/articles/{article_id}/duplicates"),
+    ("GET", "/api/v1/users/{user}/feed"),
     ("POST", "/api/v1/users/{user}/events"),
     ("GET", "/"),
 ]
+WINDOWED = {"/api/v1/articles/{article_id}/related", "/api/v1/users/{user}/feed"}
 # No input to get wrong: only valid requests can be generated.
 WITHOUT_INPUT = [("GET", "/api/v1/health"), ("GET", "/widget.js"), ("GET", "/openapi.json")]
 CASES = [
@@ -74,6 +79,9 @@ def test_every_response_matches_the_published_schema(
 ) -> None:
     """(schemathesis's own pytest loader does not run under pytest 9.2, so this drives it.)"""
     operation = api_schema[path][method]
+    # JSON Schema cannot say "published_after < published_before": such a window is refused
+    # (422) although each value is valid, so "valid input is accepted" is not checked there.
+    excluded = [positive_data_acceptance] if path in WINDOWED else []
     seeded = {"article_id": "a1"} if "article_id" in path else None
 
     @given(
@@ -88,7 +96,7 @@ def test_every_response_matches_the_published_schema(
         database=None,
     )
     def check(case: schemathesis.Case) -> None:
-        case.call_and_validate(headers=AUTH)
+        case.call_and_validate(headers=AUTH, excluded_checks=excluded)
 
     check()
 
