@@ -136,15 +136,28 @@ class Stored:
             np.array([canonical.get(r.id, -1) for r in rows], np.int64),
         )
 
-    def duplicate_pairs(self, rows: list[int], judge: NearDupCriterion) -> int:
-        """Pairs among ``rows`` that are near-duplicates: same cluster, or the criterion."""
+    def duplicate_pairs(
+        self,
+        rows: list[int],
+        judge: NearDupCriterion,
+        shingles: list[np.ndarray[Any, Any]] | None = None,
+    ) -> int:
+        """Pairs among ``rows`` that are near-duplicates: same cluster, or the criterion on the
+        stored vectors (cosine), or, with ``shingles`` (row ``i``'s text shingles), the
+        criterion on the texts (resemblance): a pair counts when any of them says so."""
         count = 0
         for i, a in enumerate(rows):
             for b in rows[i + 1 :]:
                 same = self.clusters[a] == self.clusters[b] != -1
                 fa, fb = int(self.fingerprints[a]), int(self.fingerprints[b])
+                va, vb = self.vectors[a], self.vectors[b]
                 count += bool(
-                    same or judge.judge(fa, self.vectors[a], fb, self.vectors[b]).duplicate
+                    same
+                    or judge.judge(fa, va, fb, vb).duplicate
+                    or (
+                        shingles is not None
+                        and judge.judge(fa, va, fb, vb, shingles[a], shingles[b]).duplicate
+                    )
                 )
         return count
 

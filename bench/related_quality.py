@@ -17,7 +17,8 @@ Rows of the main table (k = 10; precision divides by 10 even when a list is shor
 
 Also: candidate recall@10 (the index's top 10 against exact whole-corpus cosine), near-duplicate
 pairs inside result lists (query and items; same cluster, or the criterion of
-``features.neardup``: Hamming <= k and cosine >= min_cosine), the same with 10% planted
+``features.neardup``: Hamming <= k and either the texts' shingle resemblance >= min_resemblance
+or the stored vectors' cosine >= min_cosine), the same with 10% planted
 reposts (a repost of the query is then not "related": it is the same article), and the
 measured choices (weighting, stored terms, candidate-stage sizes, inverted index against a
 FAISS dense projection).
@@ -57,6 +58,7 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.recommend.live import LiveIndex, search_params
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.features import load_model_payload
+from recengine.text.shingles import shingles
 
 K = 10
 
@@ -95,9 +97,12 @@ def evaluate(
                 top = candidate_top(service, snap, stored, row[q.id])
                 lists["  its candidates, unsuppressed"].append(top)
                 recall.append(len(set(top) & set(exact)) / len(exact) if exact else 1.0)
+        featurizer = Featurizer(settings)
         counts = [
-            Featurizer(settings).analyze(by_id[e].title, by_id[e].content).counts
-            for e in stored.external
+            featurizer.analyze(by_id[e].title, by_id[e].content).counts for e in stored.external
+        ]
+        texts = [
+            shingles(featurizer.text(by_id[e].title, by_id[e].content)) for e in stored.external
         ]
         mlt = TfidfVectorizer(model, 25)
         top25 = [list(mlt.transform(c).terms) for c in counts]
@@ -118,7 +123,7 @@ def evaluate(
                 np.mean([precision(q, it, same) for q, it in zip(queries, items, strict=True)])
             ),
             "dup_pairs": sum(
-                stored.duplicate_pairs([row[q.id], *r], judge)
+                stored.duplicate_pairs([row[q.id], *r], judge, texts)
                 for q, r in zip(queries, results, strict=True)
             ),
             "mean_len": float(np.mean([len(r) for r in results])),
