@@ -142,24 +142,32 @@ class Stored:
         judge: NearDupCriterion,
         shingles: list[np.ndarray[Any, Any]] | None = None,
     ) -> int:
-        """Pairs among ``rows`` that are near-duplicates: same cluster, or the criterion on the
-        stored vectors (cosine), or, with ``shingles`` (row ``i``'s text shingles), the
-        criterion on the texts (resemblance): a pair counts when any of them says so."""
-        count = 0
-        for i, a in enumerate(rows):
-            for b in rows[i + 1 :]:
-                same = self.clusters[a] == self.clusters[b] != -1
-                fa, fb = int(self.fingerprints[a]), int(self.fingerprints[b])
-                va, vb = self.vectors[a], self.vectors[b]
-                count += bool(
-                    same
-                    or judge.judge(fa, va, fb, vb).duplicate
-                    or (
-                        shingles is not None
-                        and judge.judge(fa, va, fb, vb, shingles[a], shingles[b]).duplicate
-                    )
-                )
-        return count
+        """Pairs among ``rows`` that are near-duplicates (:meth:`is_duplicate`)."""
+        return sum(
+            self.is_duplicate(a, b, judge, shingles)
+            for i, a in enumerate(rows)
+            for b in rows[i + 1 :]
+        )
+
+    def is_duplicate(
+        self,
+        a: int,
+        b: int,
+        judge: NearDupCriterion,
+        shingles: list[np.ndarray[Any, Any]] | None = None,
+    ) -> bool:
+        """Whether rows ``a`` and ``b`` are near-duplicates: same cluster, or the criterion on
+        the stored vectors (cosine), or, with ``shingles`` (row ``i``'s text shingles), the
+        criterion on the texts (resemblance): any of them saying so is enough."""
+        if self.clusters[a] == self.clusters[b] != -1:
+            return True
+        fa, fb = int(self.fingerprints[a]), int(self.fingerprints[b])
+        va, vb = self.vectors[a], self.vectors[b]
+        if judge.judge(fa, va, fb, vb).duplicate:
+            return True
+        return (
+            shingles is not None and judge.judge(fa, va, fb, vb, shingles[a], shingles[b]).duplicate
+        )
 
     def exact_top(self, i: int, k: int) -> list[int]:
         """Rows of the ``k`` highest cosines with row ``i`` (itself excluded), ties by id."""
