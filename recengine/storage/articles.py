@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Row, func, insert, select, update
 from sqlalchemy.orm import Session
@@ -14,6 +14,14 @@ from recengine.storage.models import Article
 
 # Bound parameters per IN (...) list: well under SQLite's 32766 and PostgreSQL's 65535.
 IN_CHUNK = 5_000
+
+T = TypeVar("T")
+
+
+def in_chunks(values: Sequence[T]) -> Iterator[list[T]]:
+    """``values`` in lists of at most ``IN_CHUNK``: one ``IN (...)`` statement each."""
+    for start in range(0, len(values), IN_CHUNK):
+        yield list(values[start : start + IN_CHUNK])
 
 
 @dataclass(frozen=True)
@@ -28,8 +36,7 @@ class ExistingArticle:
 def find_existing(*, session: Session, external_ids: Sequence[str]) -> dict[str, ExistingArticle]:
     """Rows (deleted ones included) for the given caller ids, keyed by caller id."""
     found: dict[str, ExistingArticle] = {}
-    for start in range(0, len(external_ids), IN_CHUNK):
-        chunk = external_ids[start : start + IN_CHUNK]
+    for chunk in in_chunks(external_ids):
         rows = session.execute(
             select(
                 Article.id,
@@ -122,11 +129,9 @@ def titles_and_contents(
     """``id -> (title, content)`` of the given articles (deleted ones included)."""
     out: dict[int, tuple[str, str]] = {}
     ids = list(article_ids)
-    for start in range(0, len(ids), IN_CHUNK):
+    for chunk in in_chunks(ids):
         rows = session.execute(
-            select(Article.id, Article.title, Article.content).where(
-                Article.id.in_(ids[start : start + IN_CHUNK])
-            )
+            select(Article.id, Article.title, Article.content).where(Article.id.in_(chunk))
         )
         out.update({r.id: (r.title, r.content) for r in rows})
     return out
@@ -135,10 +140,10 @@ def titles_and_contents(
 def live_seqs(*, session: Session, article_ids: Sequence[int]) -> dict[int, int]:
     """``id -> seq`` of the given articles that are live (deleted ones are left out)."""
     out: dict[int, int] = {}
-    for start in range(0, len(article_ids), IN_CHUNK):
+    for chunk in in_chunks(article_ids):
         rows = session.execute(
             select(Article.id, Article.seq).where(
-                Article.id.in_(article_ids[start : start + IN_CHUNK]),
+                Article.id.in_(chunk),
                 Article.deleted_at.is_(None),
             )
         )
@@ -169,10 +174,10 @@ def latest_articles(*, session: Session, limit: int) -> Sequence[Row[str, str]]:
 def titles_of(*, session: Session, external_ids: Sequence[str]) -> dict[str, str]:
     """Titles of the live articles among ``external_ids``, by caller id."""
     found: dict[str, str] = {}
-    for start in range(0, len(external_ids), IN_CHUNK):
+    for chunk in in_chunks(external_ids):
         rows = session.execute(
             select(Article.external_id, Article.title).where(
-                Article.external_id.in_(external_ids[start : start + IN_CHUNK]),
+                Article.external_id.in_(chunk),
                 Article.deleted_at.is_(None),
             )
         )

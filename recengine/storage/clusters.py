@@ -24,7 +24,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session, aliased
 
-from recengine.storage.articles import IN_CHUNK
+from recengine.storage.articles import in_chunks
 from recengine.storage.models import Article, ClusterMember
 
 
@@ -40,8 +40,7 @@ def rows_touching(*, session: Session, article_ids: Sequence[int]) -> list[Membe
     """Rows whose member or canonical is one of ``article_ids``."""
     out: list[MemberRow] = []
     ids = list(article_ids)
-    for start in range(0, len(ids), IN_CHUNK):
-        chunk = ids[start : start + IN_CHUNK]
+    for chunk in in_chunks(ids):
         rows = session.execute(
             select(ClusterMember).where(
                 or_(ClusterMember.article_id.in_(chunk), ClusterMember.canonical_id.in_(chunk))
@@ -56,8 +55,7 @@ def replace_rows(
 ) -> None:
     """Delete the rows of ``article_ids`` (as members or canonicals), then insert ``rows``."""
     ids = list(article_ids)
-    for start in range(0, len(ids), IN_CHUNK):
-        chunk = ids[start : start + IN_CHUNK]
+    for chunk in in_chunks(ids):
         session.execute(
             delete(ClusterMember).where(
                 or_(ClusterMember.article_id.in_(chunk), ClusterMember.canonical_id.in_(chunk))
@@ -79,11 +77,9 @@ def published(*, session: Session, article_ids: Sequence[int]) -> dict[int, date
     """``published_at`` of the given articles (the canonical order's first key)."""
     out: dict[int, datetime | None] = {}
     ids = list(article_ids)
-    for start in range(0, len(ids), IN_CHUNK):
+    for chunk in in_chunks(ids):
         rows = session.execute(
-            select(Article.id, Article.published_at).where(
-                Article.id.in_(ids[start : start + IN_CHUNK])
-            )
+            select(Article.id, Article.published_at).where(Article.id.in_(chunk))
         )
         out.update({r.id: r.published_at for r in rows})
     return out
@@ -105,8 +101,7 @@ def clusters_of(*, session: Session, article_ids: Sequence[int]) -> dict[int, in
     """
     out: dict[int, int] = {}
     ids = sorted(set(article_ids))
-    for start in range(0, len(ids), IN_CHUNK):
-        chunk = ids[start : start + IN_CHUNK]
+    for chunk in in_chunks(ids):
         for article_id, canonical_id in session.execute(_clusters_statement(), {"ids": chunk}):
             if out.get(article_id, article_id) == article_id:  # a member's own row wins
                 out[article_id] = canonical_id

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Row, delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from recengine.storage.articles import IN_CHUNK
+from recengine.storage.articles import in_chunks
 from recengine.storage.models import Article, ArticleFeatures, IdfModelRow
 
 
@@ -22,11 +22,11 @@ def replace_features(*, session: Session, version: int, rows: Sequence[dict[str,
     if not rows:
         return
     ids = [r["article_id"] for r in rows]
-    for start in range(0, len(ids), IN_CHUNK):
+    for chunk in in_chunks(ids):
         session.execute(
             delete(ArticleFeatures).where(
                 ArticleFeatures.model_version == version,
-                ArticleFeatures.article_id.in_(ids[start : start + IN_CHUNK]),
+                ArticleFeatures.article_id.in_(chunk),
             )
         )
     session.execute(insert(ArticleFeatures), [{**r, "model_version": version} for r in rows])
@@ -37,7 +37,7 @@ def features_of(
 ) -> list[Row[int, int, bytes, int]]:
     """``(article_id, fingerprint, vector, n_tokens)`` of the given articles under ``version``."""
     out: list[Row[int, int, bytes, int]] = []
-    for start in range(0, len(article_ids), IN_CHUNK):
+    for chunk in in_chunks(article_ids):
         out.extend(
             session.execute(
                 select(
@@ -47,7 +47,7 @@ def features_of(
                     ArticleFeatures.n_tokens,
                 ).where(
                     ArticleFeatures.model_version == version,
-                    ArticleFeatures.article_id.in_(article_ids[start : start + IN_CHUNK]),
+                    ArticleFeatures.article_id.in_(chunk),
                 )
             ).all()
         )

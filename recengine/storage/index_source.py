@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import BindParameter, Integer, Row, Select, and_, bindparam, select
 from sqlalchemy.orm import Session
 
-from recengine.storage.articles import IN_CHUNK
+from recengine.storage.articles import in_chunks
 from recengine.storage.models import Article, ArticleFeatures
 
 # id, seq, deleted_at, published_at, category, tags, fingerprint, vector
@@ -147,8 +147,7 @@ def _live_by_id(
     """Rows of ``query`` (its first column ``Article.id``) for the live articles among ``ids``."""
     statement = _live_among(query)
     out: dict[int, Row[Any]] = {}
-    for start in range(0, len(ids), IN_CHUNK):
-        chunk = list(ids[start : start + IN_CHUNK])
+    for chunk in in_chunks(ids):
         rows = session.execute(statement, {**params, "ids": chunk}).all()
         out.update({r[0]: r for r in rows})
     return out
@@ -164,11 +163,9 @@ def _live_among(query: Select[*tuple[Any, ...]]) -> Select[*tuple[Any, ...]]:
 def internal_ids(*, session: Session, external_ids: Sequence[str]) -> dict[str, int]:
     """Caller id -> internal id, for the ids that exist (deleted ones included)."""
     out: dict[str, int] = {}
-    for start in range(0, len(external_ids), IN_CHUNK):
+    for chunk in in_chunks(external_ids):
         rows = session.execute(
-            select(Article.external_id, Article.id).where(
-                Article.external_id.in_(external_ids[start : start + IN_CHUNK])
-            )
+            select(Article.external_id, Article.id).where(Article.external_id.in_(chunk))
         ).all()
         out.update({r.external_id: r.id for r in rows})
     return out
@@ -177,11 +174,11 @@ def internal_ids(*, session: Session, external_ids: Sequence[str]) -> dict[str, 
 def fingerprints_by_id(*, session: Session, version: int, ids: Sequence[int]) -> dict[int, int]:
     """Fingerprints under ``version`` of the given articles (deleted ones included)."""
     out: dict[int, int] = {}
-    for start in range(0, len(ids), IN_CHUNK):
+    for chunk in in_chunks(ids):
         rows = session.execute(
             select(ArticleFeatures.article_id, ArticleFeatures.fingerprint).where(
                 ArticleFeatures.model_version == version,
-                ArticleFeatures.article_id.in_(ids[start : start + IN_CHUNK]),
+                ArticleFeatures.article_id.in_(chunk),
             )
         ).all()
         out.update({r.article_id: r.fingerprint for r in rows})

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy import Row, func, select
 from sqlalchemy.orm import Session, aliased
 
-from recengine.storage.articles import IN_CHUNK
+from recengine.storage.articles import in_chunks
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 
 
@@ -63,7 +63,7 @@ def cluster_members_of(
 ) -> Sequence[Row[int, int, str, int]]:
     """``(canonical_id, article_id, title, distance)`` of the members of these clusters."""
     out: list[Row[int, int, str, int]] = []
-    for start in range(0, len(canonical_ids), IN_CHUNK):
+    for chunk in in_chunks(canonical_ids):
         out.extend(
             session.execute(
                 select(
@@ -73,7 +73,7 @@ def cluster_members_of(
                     ClusterMember.distance,
                 )
                 .join(Article, Article.id == ClusterMember.article_id)
-                .where(ClusterMember.canonical_id.in_(canonical_ids[start : start + IN_CHUNK]))
+                .where(ClusterMember.canonical_id.in_(chunk))
                 .where(ClusterMember.article_id != ClusterMember.canonical_id)
                 .where(Article.deleted_at.is_(None))
                 .order_by(ClusterMember.canonical_id, ClusterMember.distance, Article.id)
@@ -86,10 +86,10 @@ def titles(*, session: Session, article_ids: Sequence[int]) -> dict[int, tuple[s
     """article id -> ``(external id, title)``."""
     canonical = aliased(Article)
     out: dict[int, tuple[str, str]] = {}
-    for start in range(0, len(article_ids), IN_CHUNK):
+    for chunk in in_chunks(article_ids):
         rows = session.execute(
             select(canonical.id, canonical.external_id, canonical.title).where(
-                canonical.id.in_(article_ids[start : start + IN_CHUNK])
+                canonical.id.in_(chunk)
             )
         )
         out.update({r.id: (r.external_id, r.title) for r in rows})
