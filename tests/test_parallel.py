@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,34 @@ def test_pool_gives_what_one_process_gives(
     assert parallel == local
     assert [i for i, _ in parallel] == [i for i, _, _ in items]
     assert list(tmp_path.iterdir()) == []  # the model file for the workers is removed
+
+
+def test_spool_records_and_their_features_match_one_process(
+    plain_settings: Settings, items: list[Item], tmp_path: Path
+) -> None:
+    """The reindex path: workers pickle the spool records and count document frequencies;
+    features come from the records as stored, skipping what a resumed run already wrote."""
+    serial = AnalysisPool(plain_settings, workers=1)
+    expected = [pair for b in serial.analyze_batches(batches(items, 7)) for pair in b]
+    with AnalysisPool(plain_settings, workers=2) as pool:
+        records = list(pool.spool_batches(batches(items, 7)))
+        local_records = list(serial.spool_batches(batches(items, 7)))
+        assert [(r.n_docs, r.df) for r in records] == [(r.n_docs, r.df) for r in local_records]
+        assert [pair for r in records for pair in pickle.loads(r.payload)] == expected
+        assert [r.n_docs for r in records] == [len(b) for b in batches(items, 7)]
+        df: Counter[str] = Counter()
+        for r in records:
+            df.update(r.df)
+        model = fit_idf(s.counts for _, s in expected)
+        assert dict(df) == model.df
+        after = items[40][0]  # a resumed pass 2: ids <= after are written already
+        payloads = [r.payload for r in records]
+        parallel = list(pool.features_of_spool(payloads, model, tmp_path, after))
+    local = list(serial.features_of_spool(payloads, model, tmp_path, after))
+    assert parallel == local
+    assert [n for n, _ in parallel] == [r.n_docs for r in records]
+    want = [r for b in serial.features_batches([expected], model, tmp_path) for r in b]
+    assert [row for _, rows in parallel for row in rows] == [r for r in want if r[0] > after]
 
 
 def test_batches_are_pulled_only_as_results_are_consumed(

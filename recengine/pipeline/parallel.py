@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import signal
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -55,6 +56,41 @@ class WorkerDied(RecengineError):
 
 
 _worker_model: tuple[ModelFile, IdfModel] | None = None
+
+
+@dataclass(frozen=True)
+class Spooled:
+    """One batch analysed for the reindex spool.
+
+    Attributes:
+        payload: the spool record, ``pickle`` of ``[(id, TextStats)]`` in id order. Made where
+            the batch was analysed (a worker), so the parent writes it as it came, without
+            unpickling and pickling the term counts again (~30 ms per 1,000 articles saved).
+        n_docs: articles in the batch.
+        df: the batch's document frequencies, term -> articles containing it.
+    """
+
+    payload: bytes
+    n_docs: int
+    df: dict[str, int]
+
+    @classmethod
+    def of(cls, pairs: list[tuple[int, TextStats]]) -> Spooled:
+        df: Counter[str] = Counter()
+        for _, stats in pairs:
+            df.update(stats.counts.keys())
+        return cls(pickle.dumps(pairs, protocol=pickle.HIGHEST_PROTOCOL), len(pairs), dict(df))
+
+
+def features_of_record(
+    featurizer: Featurizer, payload: bytes, model: IdfModel, after_id: int
+) -> tuple[int, list[tuple[int, FeatureRow]]]:
+    """Articles in one spool record, and the features of those with id > ``after_id`` (a
+    resumed reindex has written the others already)."""
+    batch: list[tuple[int, TextStats]] = pickle.loads(payload)
+    todo = [(i, s) for i, s in batch if i > after_id]
+    rows = featurizer.features([s for _, s in todo], model) if todo else []
+    return len(batch), list(zip((i for i, _ in todo), rows, strict=True))
 
 
 @dataclass(frozen=True)
@@ -159,6 +195,35 @@ class AnalysisPool:
         finally:
             file.path.unlink(missing_ok=True)
 
+    def spool_batches(self, batches: Iterable[Sequence[Item]]) -> Iterator[Spooled]:
+        """Per batch of ``(id, title, content)``, its spool record (:class:`Spooled`), in input
+        order; like :meth:`analyze_batches`, with the pickling and the document-frequency
+        count done by the workers."""
+        if not self.parallel:
+            featurizer = self._featurizer()
+            for batch in batches:
+                yield Spooled.of([(i, featurizer.analyze(t, c)) for i, t, c in batch])
+            return
+        yield from self._ordered(_spool_batch, batches)
+
+    def features_of_spool(
+        self, payloads: Iterable[bytes], model: IdfModel, scratch: Path, after_id: int
+    ) -> Iterator[tuple[int, list[tuple[int, FeatureRow]]]]:
+        """Per spool record, :func:`features_of_record`, in input order. The records go to the
+        workers as the bytes they are on disk; the model as a file (see
+        :meth:`features_batches`)."""
+        if not self.parallel:
+            featurizer = self._featurizer()
+            for payload in payloads:
+                yield features_of_record(featurizer, payload, model, after_id)
+            return
+        file = ModelFile.write(scratch / f"model-{os.getpid()}-{id(model)}.bin", model)
+        try:
+            tasks = ((file, payload, after_id) for payload in payloads)
+            yield from self._ordered(_record_features, tasks)
+        finally:
+            file.path.unlink(missing_ok=True)
+
     def count_texts(self, texts: Sequence[str]) -> list[TextStats]:
         """Stats of already cleaned texts (see ``featurize.text_of``), split across workers."""
         if not self.parallel or len(texts) < 2:
@@ -241,15 +306,31 @@ def _analyze_batch(batch: Sequence[Item]) -> list[tuple[int, TextStats]]:
     return [(i, featurizer.analyze(title, content)) for i, title, content in batch]
 
 
+def _spool_batch(batch: Sequence[Item]) -> Spooled:
+    return Spooled.of(_analyze_batch(batch))
+
+
+def _worker_model_of(file: ModelFile) -> IdfModel:
+    """The model of ``file``, loaded once per worker."""
+    global _worker_model
+    if _worker_model is None or _worker_model[0] != file:
+        _worker_model = (file, file.load())
+    return _worker_model[1]
+
+
 def _features_batch(
     task: tuple[ModelFile, Sequence[tuple[int, TextStats]]],
 ) -> list[tuple[int, FeatureRow]]:
-    global _worker_model
-    model, batch = task
-    if _worker_model is None or _worker_model[0] != model:
-        _worker_model = (model, model.load())
-    rows = _this_worker().features([s for _, s in batch], _worker_model[1])
+    file, batch = task
+    rows = _this_worker().features([s for _, s in batch], _worker_model_of(file))
     return list(zip((i for i, _ in batch), rows, strict=True))
+
+
+def _record_features(
+    task: tuple[ModelFile, bytes, int],
+) -> tuple[int, list[tuple[int, FeatureRow]]]:
+    file, payload, after_id = task
+    return features_of_record(_this_worker(), payload, _worker_model_of(file), after_id)
 
 
 def _count_texts(texts: Sequence[str]) -> list[TextStats]:

@@ -32,7 +32,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -209,12 +208,11 @@ def _pass1(run: _Run) -> IdfModel:
         total = count_live(session=session)
     run.progress.start("tokenize", max(total, n_docs), n_docs)
     with run.jobs.open_spool() as spool:
-        for batch in run.pool.analyze_batches(_pages(run.factory, last, run.batch_size)):
-            for _, stats in batch:
-                df.update(stats.counts.keys())
-            n_docs += len(batch)
-            run.jobs.append(spool, batch)
-            run.progress.update(len(batch))
+        for record in run.pool.spool_batches(_pages(run.factory, last, run.batch_size)):
+            df.update(record.df)
+            n_docs += record.n_docs
+            run.jobs.append_payload(spool, record.payload)
+            run.progress.update(record.n_docs)
     return IdfModel(n_docs=n_docs, df=dict(df))
 
 
@@ -234,14 +232,9 @@ def _pass2(run: _Run, model: IdfModel, version: int) -> None:
     with transaction(run.factory) as session:
         written = max_article_id(session=session, version=version)
     run.progress.start("write", model.n_docs)
-    todo = ([(i, s) for i, s in b if i > written] for b in _counted(run.jobs, run.progress))
-    for rows in run.pool.features_batches(todo, model, run.jobs.path):
+    records = run.jobs.payloads()
+    for n, rows in run.pool.features_of_spool(records, model, run.jobs.path, written):
         if rows:
             with transaction(run.factory) as session:
                 write_features(session, version, rows)
-
-
-def _counted(jobs: JobDir, progress: Progress) -> Iterator[list[Any]]:
-    for batch in jobs.batches():
-        progress.update(len(batch))
-        yield batch
+        run.progress.update(n)

@@ -131,7 +131,10 @@ class JobDir:
 
     def append(self, handle: IO[bytes], batch: Batch) -> None:
         """Append one batch to the spool and make it durable."""
-        payload = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
+        self.append_payload(handle, pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def append_payload(self, handle: IO[bytes], payload: bytes) -> None:
+        """Append one batch already pickled (``pickle`` of a :data:`Batch`) and make it durable."""
         handle.write(_HEADER.pack(len(payload), zlib.crc32(payload)) + payload)
         handle.flush()
         os.fsync(handle.fileno())
@@ -146,9 +149,14 @@ class JobDir:
 
     def batches(self) -> Iterator[Batch]:
         """The spooled batches, in order, up to the first torn or corrupt record."""
-        for payload in self._records(self.spool_path):
+        for payload in self.payloads():
             batch: Batch = pickle.loads(payload)
             yield batch
+
+    def payloads(self) -> Iterator[bytes]:
+        """The spooled batches as stored (each a pickled :data:`Batch`), CRC-checked, in order,
+        up to the first torn or corrupt record."""
+        return self._records(self.spool_path)
 
     def spool_size(self) -> int:
         """Bytes of whole, valid records in the spool."""
