@@ -15,15 +15,14 @@ the page cache that every server process then shares through its read-only mappi
 from __future__ import annotations
 
 import json
-import os
 import struct
-import uuid
 import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from recengine.files import atomic_write
 from recengine.index.segment import Segment
 
 MAGIC = b"RECSEG01"
@@ -55,22 +54,13 @@ def save_segment(segment: Segment, path: Path, meta: dict[str, Any]) -> None:
         {"index_terms": segment.index_terms, "meta": meta, "arrays": entries}
     ).encode("utf-8")
     start = _aligned(len(MAGIC) + 8 + len(header))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with tmp.open("wb") as out:
-            out.write(MAGIC + struct.pack("<Q", len(header)) + header)
-            out.write(b"\0" * (start - out.tell()))
-            for entry, array in zip(entries, arrays.values(), strict=True):
-                out.seek(start + int(entry["offset"]))
-                out.write(np.ascontiguousarray(array).data.cast("B"))
-            out.truncate(start + _end(entries))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
+    with atomic_write(path) as out:
+        out.write(MAGIC + struct.pack("<Q", len(header)) + header)
+        out.write(b"\0" * (start - out.tell()))
+        for entry, array in zip(entries, arrays.values(), strict=True):
+            out.seek(start + int(entry["offset"]))
+            out.write(np.ascontiguousarray(array).data.cast("B"))
+        out.truncate(start + _end(entries))
 
 
 def load_segment(path: Path, verify: bool = True) -> tuple[Segment, dict[str, Any]]:
@@ -156,11 +146,3 @@ def _end(entries: list[dict[str, Any]]) -> int:
 
 def _aligned(size: int) -> int:
     return -(-size // ALIGN) * ALIGN
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import struct
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from recengine.files import atomic_write
 from recengine.index.neardup import NearDupIndex
 
 MAGIC = b"RECNDUP1"
@@ -67,20 +66,9 @@ def save(path: Path, index: NearDupIndex, meta: IndexMeta) -> None:
             "blake2b": hashlib.blake2b(body, digest_size=16).hexdigest(),
         }
     ).encode()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(MAGIC + struct.pack("<I", len(header)) + header)
-            handle.write(body)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it owner-only; workers may run as other users
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
+    with atomic_write(path) as handle:
+        handle.write(MAGIC + struct.pack("<I", len(header)) + header)
+        handle.write(body)
 
 
 def load(path: Path) -> tuple[NearDupIndex, IndexMeta]:
@@ -132,15 +120,3 @@ def _header(blob: bytes, path: Path) -> dict[str, Any]:
         raise IndexFileError(f"{path}: unreadable header ({exc})") from exc
     header["_length"] = length
     return header
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make the rename itself durable (POSIX); a no-op where directories cannot be opened."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

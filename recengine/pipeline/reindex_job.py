@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from recengine.errors import RecengineError
+from recengine.files import atomic_write, fsync_dir, remove_temporaries
 from recengine.pipeline.featurize import TextStats
 
 JOB_FORMAT = 1
@@ -113,21 +114,16 @@ class JobDir:
 
     def save(self, job: JobRecord) -> None:
         """Atomically replace ``job.json``."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        tmp = self.job_path.with_suffix(".tmp")
-        with tmp.open("w", encoding="utf-8") as handle:
+        with atomic_write(self.job_path, "w", encoding="utf-8") as handle:
             json.dump(asdict(job), handle, ensure_ascii=False, sort_keys=True)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.job_path)
-        _fsync_dir(self.path)
 
     def clear(self) -> None:
         """Forget the job: spool first, then the job file (a job without spool restarts)."""
-        for path in (self.spool_path, self.job_path, self.job_path.with_suffix(".tmp")):
+        for path in (self.spool_path, self.job_path):
             path.unlink(missing_ok=True)
         if self.path.exists():
-            _fsync_dir(self.path)
+            remove_temporaries(self.path)
+            fsync_dir(self.path)
 
     def append(self, handle: IO[bytes], batch: Batch) -> None:
         """Append one batch to the spool and make it durable."""
@@ -181,11 +177,3 @@ class JobDir:
                 if len(payload) != length or zlib.crc32(payload) != crc:
                     return
                 yield payload
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
