@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from bench.corpus import Doc, real_docs, resample_mixed
+from bench.store import sqlite_store
 from recengine.config import TokenizerSettings, load_settings
 from recengine.features.fingerprint import count_fingerprints, fingerprints
 from recengine.features.hashing import TermHasher, term_hash
@@ -39,8 +40,6 @@ from recengine.features.tfidf import TfidfVectorizer, fit_idf
 from recengine.pipeline.featurize import Featurizer, text_of
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.reindex import reindex
-from recengine.storage.db import make_engine, make_session_factory
-from recengine.storage.migrate import upgrade
 from recengine.text.tokenize import build_tokenizer
 
 
@@ -99,16 +98,7 @@ def ingest_run(
     ``warmup`` fits the model first; every round is a different sample, so no round repeats
     another's texts (which would turn ingest into near-duplicate clustering).
     """
-    settings = load_settings(
-        {
-            "data_dir": str(settings_dir),
-            "database_url": f"sqlite:///{settings_dir / 'bench.db'}",
-            "ingest": {"workers": workers},
-        }
-    )
-    engine = make_engine(settings.resolved_database_url)
-    upgrade(engine)
-    factory = make_session_factory(engine)
+    settings, engine, factory = sqlite_store(settings_dir, ingest={"workers": workers})
     featurizer = Featurizer(settings)
     with Ingester(factory, featurizer) as ingester:
         ingester.ingest_records(d.record() for d in warmup)

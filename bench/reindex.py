@@ -31,27 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from bench.corpus import Doc, real_docs, resample_mixed
-from recengine.config import Settings, load_settings
+from bench.store import sqlite_store
+from recengine.config import Settings
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex import reindex
-from recengine.storage.db import make_engine, make_session_factory
-from recengine.storage.migrate import upgrade
 
 
 def database(folder: Path, docs: list[Doc], **overrides: Any) -> tuple[Settings, Any]:
     """A SQLite database in ``folder`` holding ``docs`` (ingested without features)."""
-    settings = load_settings(
-        {
-            "data_dir": str(folder),
-            "database_url": f"sqlite:///{folder / 'bench.db'}",
-            **overrides,
-        }
-    )
-    engine = make_engine(settings.resolved_database_url)
-    upgrade(engine)
-    factory = make_session_factory(engine)
+    settings, _, factory = sqlite_store(folder, **overrides)
     with Ingester(factory, Featurizer(settings)) as ingester:
         summary = ingester.ingest_records(d.record() for d in docs)
     assert summary.inserted == len(docs), summary.as_dict()
@@ -124,16 +114,7 @@ def spark_run(settings: Settings, factory: Any, master: str) -> float:
 def ingest_run(folder: Path, docs: list[Doc], workers: int) -> tuple[float, int, float]:
     """``(seconds, docs, CPU seconds)`` to ingest ``docs`` (all new) with an active model,
     ``ingest.workers = workers``."""
-    settings = load_settings(
-        {
-            "data_dir": str(folder),
-            "database_url": f"sqlite:///{folder / 'ingest.db'}",
-            "ingest": {"workers": workers},
-        }
-    )
-    engine = make_engine(settings.resolved_database_url)
-    upgrade(engine)
-    factory = make_session_factory(engine)
+    settings, engine, factory = sqlite_store(folder, "ingest.db", ingest={"workers": workers})
     featurizer = Featurizer(settings)
     with Ingester(factory, featurizer) as ingester:
         ingester.ingest_records(d.record() for d in docs[:2000])

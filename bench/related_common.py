@@ -25,15 +25,14 @@ import scipy.sparse as sp
 from sqlalchemy import select
 
 from bench.corpus import Doc, csdn, jsonl, shared_data
-from recengine.config import Settings, load_settings
+from bench.store import sqlite_store
+from recengine.config import Settings
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import SparseVector
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.reindex import reindex
 from recengine.storage.clusters import clusters_of
-from recengine.storage.db import make_engine, make_session_factory
-from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ArticleFeatures
 from recengine.storage.state import read_state
 
@@ -84,12 +83,7 @@ def with_reposts(docs: list[Doc], share: float, seed: int = 11) -> tuple[list[Do
 def database(docs: list[Doc], **overrides: Any) -> Iterator[tuple[Settings, Any]]:
     """A temporary SQLite database holding ``docs``, ingested and reindexed."""
     with tempfile.TemporaryDirectory(prefix="recengine-bench-") as tmp:
-        settings = load_settings(
-            {"data_dir": tmp, "database_url": f"sqlite:///{Path(tmp) / 'b.db'}", **overrides}
-        )
-        engine = make_engine(settings.resolved_database_url)
-        upgrade(engine)
-        factory = make_session_factory(engine)
+        settings, engine, factory = sqlite_store(Path(tmp), "b.db", **overrides)
         featurizer = Featurizer(settings)
         Ingester(factory, featurizer).ingest_records(d.record() for d in docs)
         reindex(factory=factory, featurizer=featurizer)
