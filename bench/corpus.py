@@ -1,5 +1,8 @@
 """Real text for benchmarks: the corpora of ../shared/data, optionally resampled to a size.
 
+The same corpora ship with the repository in ``tests/data`` (byte-for-byte copies), which is
+where they are read from when there is no ``../shared/data`` beside the checkout.
+
 Resampling draws whole real documents with replacement (seeded) and gives each copy its own id;
 every figure computed on a resampled corpus says so.
 """
@@ -17,10 +20,12 @@ from typing import Any
 
 
 def shared_data() -> Path:
+    """$RECENGINE_SHARED_DATA, else ../shared/data beside the checkout, else tests/data."""
+    root = Path(__file__).resolve().parents[1]
     for candidate in (
         os.environ.get("RECENGINE_SHARED_DATA", ""),
-        Path(__file__).resolve().parents[2] / "shared" / "data",
-        "/work/shared/data",
+        root.parent / "shared" / "data",
+        root / "tests" / "data",
     ):
         if candidate and Path(candidate).is_dir():
             return Path(candidate)

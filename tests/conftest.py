@@ -24,27 +24,15 @@ from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 
-
-def _find_data() -> Path:
-    """The real corpora: $RECENGINE_SHARED_DATA, ../shared/data next to the checkout, /work."""
-    candidates = [
-        os.environ.get("RECENGINE_SHARED_DATA", ""),
-        Path(__file__).resolve().parents[2] / "shared" / "data",
-        "/work/shared/data",
-    ]
-    for candidate in candidates:
-        if candidate and Path(candidate).is_dir():
-            return Path(candidate)
-    return Path("/work/shared/data")
-
-
-DATA = _find_data()
+# The real corpora the tests read ship with the repository (tests/data/README.md: sources and
+# licences), so a clone anywhere needs nothing outside it.
+DATA = Path(__file__).resolve().parent / "data"
 PG_ENV = "RECENGINE_TEST_POSTGRES_URL"
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    assert DATA.exists(), f"the real corpora are expected at {DATA} (RECENGINE_SHARED_DATA)"
+    assert (DATA / "javaguide" / "javaguide.jsonl").is_file(), f"test corpora missing: {DATA}"
     return DATA
 
 

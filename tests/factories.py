@@ -20,7 +20,7 @@ def record(n: int | str, **fields: Any) -> dict[str, Any]:
 
 
 def _jsonl_records(path: Path, prefix: str, limit: int | None) -> list[dict[str, Any]]:
-    """Records of a corpus in ../shared/data (``id, title, body, category, tags``)."""
+    """Records of a corpus in tests/data (``id, title, body, category, tags``)."""
     out = []
     with path.open(encoding="utf-8") as handle:
         for line in handle:

@@ -1,4 +1,4 @@
-"""The repository itself: no file left with merge-conflict markers.
+"""The repository itself: no merge-conflict markers; it stands on its own (links, data, licences).
 
 Several branches land on main by merge; a marker committed by mistake in a document (it has
 happened once, in BENCHMARKS.md) is not caught by the linters, which read only Python.
@@ -34,3 +34,49 @@ def test_no_merge_conflict_markers() -> None:
         if MARKER.search(p.read_text(encoding="utf-8", errors="replace"))
     ]
     assert marked == []
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def test_documents_link_only_to_files_inside_the_repository() -> None:
+    """A clone elsewhere has no ../shared: every relative Markdown link must resolve in here."""
+    documents = [p for p in tracked_text_files() if p.suffix == ".md"]
+    checked, broken = 0, []
+    for doc in documents:
+        for target in LINK.findall(doc.read_text(encoding="utf-8")):
+            if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+                continue  # a URL or an anchor
+            checked += 1
+            path = (doc.parent / target.split("#")[0]).resolve()
+            if not path.is_relative_to(ROOT) or not path.exists():
+                broken.append(f"{doc.relative_to(ROOT)}: {target}")
+    assert checked > 0 and broken == []
+
+
+def test_tests_need_nothing_outside_the_repository() -> None:
+    """The tests read their corpora from tests/data, never from ../shared or this machine."""
+    sources = [*(ROOT / "tests").rglob("*.py"), *(ROOT / "scripts").iterdir(), ROOT / ".ci" / "run"]
+    outside = re.compile(r"\.\./shared|/work/|RECENGINE_SHARED_DATA")
+    found = [
+        f"{p.relative_to(ROOT)}: {m.group(0)}"
+        for p in sources
+        if p.is_file() and p.name != "test_repository.py"
+        for m in outside.finditer(p.read_text(encoding="utf-8"))
+    ]
+    assert found == []
+
+
+def test_licences_are_shipped() -> None:
+    """The project's own licence (pyproject says MIT) and one per bundled corpus."""
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'license = "MIT"' in pyproject
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
+    corpora = [p for p in (ROOT / "tests" / "data").iterdir() if p.is_dir()]
+    assert {p.name for p in corpora} >= {"csdn-blog-100", "javaguide", "csl-papers"}
+    for corpus in corpora:
+        notice = (corpus / "LICENSE").read_text(encoding="utf-8")
+        assert "MIT License" in notice or "Apache License" in notice, corpus.name
+    stopwords = (ROOT / "recengine" / "resources" / "stopwords.txt").read_text(encoding="utf-8")
+    assert "Copyright (c) 2018 worry1613" in stopwords
+    assert "Permission is hereby granted" in stopwords

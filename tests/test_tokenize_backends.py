@@ -1,4 +1,4 @@
-"""Both tokenizer backends give the same filtered tokens on every real text of ../shared/data.
+"""Both tokenizer backends give the same filtered tokens on every real text of tests/data.
 
 The reference is jieba's own part-of-speech tagger (``jieba.posseg``, HMM off) followed by the
 same filter: this checks the dictionary-lookup tagging of :class:`Tokenizer` as well as the

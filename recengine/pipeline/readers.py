@@ -8,7 +8,7 @@ unreadable, unknown format) raises.
 CSV/TSV files name their columns in a header row (``id``, ``title``, ``content``, ``url``,
 ``tags``, ``category``, ``author``, ``published_at`` and common aliases such as ``_id``,
 ``body``, ``html``, ``timestamp``). A headerless file with the eight columns of the CSDN blog
-export (``../shared/data/csdn-blog-100``: id, title, tags, unix time, views, author, original
+export (``tests/data/csdn-blog-100``: id, title, tags, unix time, views, author, original
 flag, HTML body) is recognised; any other headerless file needs ``columns``.
 """
 

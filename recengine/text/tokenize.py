@@ -11,7 +11,7 @@ dictionary (``word_tag_tab``), tags runs of ASCII letters and digits ``eng`` and
 ``x``, whatever the context. :class:`Tokenizer` does that same lookup on the words ``cut`` returns,
 which is 3.5x cheaper than asking rjieba to tag, and caches the verdict per distinct word.
 ``tests/test_tokenize_backends.py`` checks that the result equals jieba ``posseg`` + the filter on
-every real text of ``../shared/data``, for both backends. With HMM on, words come from the
+every real text of ``tests/data``, for both backends. With HMM on, words come from the
 backend's own tagger (slower; the two backends then differ on unknown words).
 
 A :class:`Tokenizer` is built once by :func:`build_tokenizer` (loading a dictionary takes about a
