@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
 from recengine.features.tfidf import IdfModel
+from recengine.pipeline import checkpoints
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.reindex import reindex
@@ -86,14 +88,18 @@ def corpus(factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Pat
     ingester.ingest_records(javaguide_records(data_dir, 200))
 
 
-def environment(settings: Settings) -> dict[str, str]:
-    return {
+def environment(settings: Settings, hold: str | None = None) -> dict[str, str]:
+    env = {
         **os.environ,
         "RECENGINE_DATABASE_URL": settings.resolved_database_url,
         "RECENGINE_DATA_DIR": str(settings.data_dir),
         "RECENGINE_REINDEX__WORKERS": "2",
         "RECENGINE_REINDEX__BATCH_SIZE": "10",
     }
+    env.pop(checkpoints.ENV, None)
+    if hold is not None:
+        env[checkpoints.ENV] = f"{hold}:{settings.data_dir.parent / 'holds'}"
+    return env
 
 
 def pending_features(factory: sessionmaker[Session], active: int | None) -> int:
@@ -104,12 +110,23 @@ def pending_features(factory: sessionmaker[Session], active: int | None) -> int:
 
 
 def run_until(
-    settings: Settings, reader: Reader, ready: Any, sig: int, timeout: float = 120
+    settings: Settings,
+    reader: Reader,
+    hold: str,
+    sig: int,
+    timeout: float = 300,
+    old_state_while_held: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    """Start ``recengine reindex``, query the old state until ``ready()``, then send ``sig``."""
+    """Start ``recengine reindex`` held at checkpoint ``hold`` (``pipeline.checkpoints``);
+    query the old state until it is there, then send ``sig`` while it waits.
+
+    The reindex cannot run past the point however the machine schedules the two processes,
+    and a few queries are made while it is held.
+    """
+    reached = settings.data_dir.parent / "holds" / f"{hold.partition('@')[0]}.reached"
     proc = subprocess.Popen(
         [RECENGINE, "reindex"],
-        env=environment(settings),
+        env=environment(settings, hold),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -118,14 +135,16 @@ def run_until(
     group = os.getpgid(proc.pid)
     try:
         deadline = time.monotonic() + timeout
-        while not ready():
-            assert proc.poll() is None, f"reindex ended before the kill: {proc.communicate()}"
-            assert time.monotonic() < deadline, "the reindex never reached the kill point"
-            reader.check()
+        while not reached.exists():
+            assert proc.poll() is None, f"reindex ended before the hold: {proc.communicate()}"
+            assert time.monotonic() < deadline, "the reindex never reached the hold point"
+            if old_state_while_held:  # (a switch before the hold point changes the state)
+                reader.check()
             time.sleep(0.01)
+        for _ in range(6 if old_state_while_held else 0):
+            reader.check()
         os.kill(proc.pid, sig)
         out, err = proc.communicate(timeout=60)
-        reader.check()  # the old state still answers after the crash
         wait_group_empty(group)
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     finally:
@@ -151,8 +170,11 @@ def test_kill_9_while_tokenizing_then_rerun(
 ) -> None:
     reader = Reader(factory)
     spool = settings.data_dir / "reindex" / "spool.bin"
-    ready = lambda: spool.exists() and spool.stat().st_size > 30_000  # noqa: E731
-    kill_rerun_compare(settings, factory, featurizer, reader, ready)
+
+    def killed() -> None:  # the spool the rerun resumes from was well under way
+        assert spool.stat().st_size > 30_000
+
+    kill_rerun_compare(settings, factory, featurizer, reader, "tokenized@40", killed)
 
 
 @pytest.mark.slow
@@ -160,8 +182,11 @@ def test_kill_9_while_writing_then_rerun(
     corpus: None, settings: Settings, factory: sessionmaker[Session], featurizer: Featurizer
 ) -> None:
     reader = Reader(factory)
-    ready = lambda: pending_features(factory, reader.version) > 100  # noqa: E731
-    kill_rerun_compare(settings, factory, featurizer, reader, ready)
+
+    def killed() -> None:  # more than 100 rows of the new version were written
+        assert pending_features(factory, reader.version) > 100
+
+    kill_rerun_compare(settings, factory, featurizer, reader, "written@11", killed)
 
 
 def kill_rerun_compare(
@@ -169,11 +194,14 @@ def kill_rerun_compare(
     factory: sessionmaker[Session],
     featurizer: Featurizer,
     reader: Reader,
-    ready: Any,
+    hold: str,
+    killed_state: Callable[[], None],
 ) -> None:
-    killed = run_until(settings, reader, ready, signal.SIGKILL)
+    killed = run_until(settings, reader, hold, signal.SIGKILL)
     assert killed.returncode == -signal.SIGKILL
+    reader.check()  # the old state still answers after the crash
     assert reader.queries > 5
+    killed_state()
 
     rerun = subprocess.run(
         [RECENGINE, "reindex"], env=environment(settings), capture_output=True, text=True
@@ -194,7 +222,24 @@ def test_ctrl_c_stops_cleanly_and_leaves_the_old_state(
     corpus: None, settings: Settings, factory: sessionmaker[Session]
 ) -> None:
     reader = Reader(factory)
-    ready = lambda: pending_features(factory, reader.version) > 50  # noqa: E731
-    stopped = run_until(settings, reader, ready, signal.SIGINT)
+    stopped = run_until(settings, reader, "written@6", signal.SIGINT)
     assert stopped.returncode == 130, stopped.stderr
     assert "interrupted" in stopped.stderr and "Traceback" not in stopped.stderr
+    assert "active" not in stopped.stderr  # not reported as switched
+    reader.check()  # the old state still answers
+    assert pending_features(factory, reader.version) > 50
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_ctrl_c_after_the_switch_says_the_reindex_took_effect(
+    corpus: None, settings: Settings, factory: sessionmaker[Session]
+) -> None:
+    reader = Reader(factory)
+    assert reader.version is not None
+    stopped = run_until(settings, reader, "switched", signal.SIGINT, old_state_while_held=False)
+    assert stopped.returncode == 130, stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    assert f"IDF model version {reader.version + 1} is active" in stopped.stderr
+    with factory() as session:
+        assert read_state(session=session).active_model_version == reader.version + 1

@@ -38,8 +38,9 @@ class _Group(click.Group):
             _fail(ctx, f"error: cannot use the database: {exc.orig}", EXIT_BAD_INPUT)
         except SQLAlchemyError as exc:
             _fail(ctx, f"error: database error: {exc}", EXIT_INTERNAL)
-        except KeyboardInterrupt:
-            _fail(ctx, "interrupted", 130)
+        except KeyboardInterrupt as exc:
+            detail = str(exc)  # e.g. pipeline.versions.InterruptedAfterSwitch
+            _fail(ctx, f"interrupted {detail}" if detail else "interrupted", 130)
         except Exception as exc:
             _fail(ctx, f"internal error: {type(exc).__name__}: {exc}", EXIT_INTERNAL)
 

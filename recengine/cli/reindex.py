@@ -16,7 +16,7 @@ from recengine.cli.context import CliContext
 from recengine.pipeline.incremental import reindex_incremental
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex import reindex as run_reindex
-from recengine.pipeline.versions import ReindexResult
+from recengine.pipeline.versions import InterruptedAfterSwitch, ReindexResult
 from recengine.recommend.live import LiveIndex
 from recengine.storage.db import transaction
 
@@ -104,8 +104,15 @@ def save_related_index(ctx: CliContext) -> None:
     switching to it load the file instead of each building it (recommend.live)."""
     if not ctx.settings.related.persist:
         return
-    with transaction(ctx.factory) as session:
-        snap = LiveIndex(ctx.settings, ctx.factory, background=False).current(session=session)
+    try:
+        with transaction(ctx.factory) as session:
+            index = LiveIndex(ctx.settings, ctx.factory, background=False)
+            snap = index.current(session=session)
+    except KeyboardInterrupt:
+        raise InterruptedAfterSwitch(
+            "after the switch: the reindex took effect (the related-articles index file was "
+            "not saved: servers build their own)"
+        ) from None
     click.echo(f"related-articles index: {len(snap.view)} articles, saved")
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.features.tfidf import IdfModel
+from recengine.pipeline.checkpoints import checkpoint
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer, model_params
 from recengine.pipeline.parallel import AnalysisPool, Item
@@ -48,6 +49,7 @@ from recengine.pipeline.versions import (
     database_name,
     drop_stale_versions,
     fit_params,
+    raise_if_switched,
     write_features,
 )
 from recengine.storage.articles import count_live, texts_after
@@ -74,6 +76,7 @@ class _Run:
     batch_size: int
     progress: Progress
     dedup: Deduplicator
+    version: int | None = None
 
 
 def reindex(
@@ -120,6 +123,9 @@ def reindex(
     )
     try:
         return _full(run, resume)
+    except KeyboardInterrupt:
+        raise_if_switched(run.factory, run.version)
+        raise
     finally:
         if own_pool:
             run.pool.close()
@@ -144,6 +150,7 @@ def _full(run: _Run, resume: bool) -> ReindexResult:
     else:
         with transaction(run.factory) as session:
             model = IdfModel.from_bytes(load_model_payload(session=session, version=job.version)[0])
+    run.version = job.version
     _pass2(run, model, job.version)
     with run.dedup.pending():
         caught_up = catch_up_and_switch(
@@ -156,6 +163,7 @@ def _full(run: _Run, resume: bool) -> ReindexResult:
             run.progress,
             on_switch=lambda session, _changed: run.dedup.recluster(session),
         )
+    checkpoint("switched")
     run.dedup.save()
     run.jobs.clear()
     return ReindexResult(job.version, model.n_docs, len(model.df), caught_up, resumed)
@@ -213,6 +221,7 @@ def _pass1(run: _Run) -> IdfModel:
             n_docs += record.n_docs
             run.jobs.append_payload(spool, record.payload)
             run.progress.update(record.n_docs)
+            checkpoint("tokenized")
     return IdfModel(n_docs=n_docs, df=dict(df))
 
 
@@ -238,3 +247,4 @@ def _pass2(run: _Run, model: IdfModel, version: int) -> None:
             with transaction(run.factory) as session:
                 write_features(session, version, rows)
         run.progress.update(n)
+        checkpoint("written")

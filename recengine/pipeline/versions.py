@@ -27,7 +27,34 @@ from recengine.storage.features import (
     replace_features,
     texts_without_features,
 )
-from recengine.storage.state import begin_write, set_active_model
+from recengine.storage.state import begin_write, read_state, set_active_model
+
+
+class InterruptedAfterSwitch(KeyboardInterrupt):
+    """Ctrl-C (or SIGINT) arrived after the switch committed: the new model is active.
+
+    The work after the switch (saving index files, removing the old version, clearing the job)
+    is an optimisation that servers and the next reindex redo; what the user must hear is that
+    the reindex took effect. The message says so.
+    """
+
+
+def raise_if_switched(factory: sessionmaker[Session], version: int | None) -> None:
+    """After an interrupt: raise :class:`InterruptedAfterSwitch` if ``version`` is active.
+
+    The switch commits in one statement; an interrupt delivered during or just after it cannot
+    tell from the stack whether the commit happened, so the database is asked.
+    """
+    if version is None:
+        return
+    with transaction(factory) as session:
+        active = read_state(session=session).active_model_version
+    if active == version:
+        raise InterruptedAfterSwitch(
+            f"after the switch: IDF model version {version} is active, the reindex took "
+            "effect (index files not saved: servers build their own; the old version's rows "
+            "are removed by the next reindex)"
+        )
 
 
 class Progress(Protocol):
