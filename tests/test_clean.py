@@ -37,6 +37,28 @@ def test_plain_text_with_angle_brackets_is_not_treated_as_html() -> None:
     assert clean("if a < b and b > c then 1<2") == "if a < b and b > c then 1<2"
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I think a<b and c>d",
+        "quoting: <<the whole previous message, with its words>> and my reply",
+        "List<String> names = new ArrayList<>(); if (i<n && n>0)",
+        "<b and c> alone, no closing tag",
+    ],
+)
+def test_plain_text_keeps_its_angle_brackets(text: str) -> None:
+    # the repro of issue 15: the bracketed text was deleted ("I think ad")
+    assert clean(text) == text
+
+
+def test_only_html_elements_are_stripped_from_real_markup() -> None:
+    assert clean("<p>x <<quoted words>> y</p><br>") == "x <<quoted words>> y"
+    assert clean("<div class='a'>List<String></div>") == "List<String>"
+    assert clean("<o:p>Word</o:p> <my-widget id=1>custom</my-widget>") == "Word custom"
+    assert clean("text<br/>more") == "text\nmore"
+    assert clean("&amp; alone") == "& alone"
+
+
 @pytest.mark.parametrize("text", ["", "   ", "<p></p>", "<script>x</script>", "\u200b"])
 def test_empty_inputs_give_empty_text(text: str) -> None:
     assert clean(text) == ""

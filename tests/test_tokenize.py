@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from recengine.config import TokenizerSettings
 from recengine.errors import ConfigError
-from recengine.text.tokenize import Tokenizer, build_tokenizer, load_word_list
+from recengine.text.tokenize import Tokenizer, build_tokenizer, cut_words, load_word_list
 
 
 def test_chinese_words_with_function_words_removed(tokenizer: Tokenizer) -> None:
@@ -20,13 +20,53 @@ def test_chinese_words_with_function_words_removed(tokenizer: Tokenizer) -> None
 
 
 def test_english_lower_cased_and_stopwords_removed(tokenizer: Tokenizer) -> None:
+    # function words go ("the", "and"); a verb such as "uses" is not a stopword
     assert tokenizer.tokens("The Quick Brown Fox uses Python and NumPy") == [
         "quick",
         "brown",
         "fox",
+        "uses",
         "python",
         "numpy",
     ]
+
+
+def test_english_topic_words_are_not_stopwords(tokenizer: Tokenizer) -> None:
+    # the repro of issue 15: the old list removed every word of this sentence
+    text = "The computer research group said the information system problem affects users at home."
+    assert tokenizer.tokens(text) == [
+        "computer", "research", "group", "said", "information", "system", "problem", "affects",
+        "users", "home",
+    ]  # fmt: skip
+    words = load_word_list("builtin")
+    topic = {"computer", "research", "information", "users", "problem", "world", "million"}
+    assert not topic & words
+    assert not {"won", "journal", "novel", "sleep", "four"} & words
+    assert {"the", "of", "which", "would", "however", "s", "t", "don"} <= words
+
+
+@pytest.mark.parametrize("backend", ["rjieba", "jieba"])
+@pytest.mark.parametrize("hmm", [False, True])
+def test_accented_letters_do_not_split_words(backend: str, hmm: bool) -> None:
+    tok = build_tokenizer(TokenizerSettings(backend=backend, hmm=hmm))
+    text = "Zürich résumé, Beyoncé's naïve café; São Paulo Москва Αθήνα 北京Zürich大学 don't"
+    assert tok.tokens(text) == [
+        "zürich", "résumé", "beyoncé", "naïve", "café", "são", "paulo", "москва", "αθήνα",
+        "北京", "zürich", "大学",
+    ]  # fmt: skip
+
+
+def test_cut_words_keeps_the_rest_to_the_backend() -> None:
+    seen: list[str] = []
+
+    def cut(text: str) -> list[str]:
+        seen.append(text)
+        return text.split()
+
+    assert cut_words(cut, "a b") == ["a", "b"] and seen == ["a b"]
+    assert cut_words(cut, "x Zürich y über") == ["x", "Zürich", "y", "über"]
+    assert seen[1:] == ["x ", " y "]
+    assert cut_words(cut, "中文") == ["中文"]
 
 
 def test_mixed_text_has_no_empty_or_punctuation_tokens(tokenizer: Tokenizer) -> None:

@@ -35,9 +35,30 @@ _BLOCK_TAGS = (
     "tfoot|th|thead|tr|ul"
 )
 _BLOCK_TAG = re.compile(rf"</?(?:{_BLOCK_TAGS})\b[^>]*>", re.IGNORECASE)
-_ANY_TAG = re.compile(r"</?[A-Za-z][^<>]*>|<![^<>]*>|<\?[^<>]*>")
+# Every other element of HTML (current and legacy), plus custom elements (a hyphen in the name)
+# and namespaced ones (``o:p`` from Word): only these are markup. ``a<b and c>d`` or a quote in
+# ``<<...>>`` is text, and stays.
+_INLINE_TAGS = (
+    "a|abbr|acronym|area|audio|b|base|basefont|bdi|bdo|big|blink|body|button|canvas|center|cite|"
+    "code|col|colgroup|data|datalist|del|dfn|dir|em|embed|font|frame|frameset|head|html|i|iframe|"
+    "img|input|ins|kbd|label|legend|link|map|mark|marquee|menu|meta|meter|nobr|object|optgroup|"
+    "option|output|param|picture|progress|q|rb|rp|rt|rtc|ruby|s|samp|script|select|slot|small|"
+    "source|style|noscript|template|svg|math|"
+    "span|strike|strong|sub|sup|textarea|time|title|track|tt|u|var|video|wbr"
+)
+_NAME = rf"(?:{_BLOCK_TAGS}|{_INLINE_TAGS}|[a-z][a-z0-9]*-[a-z0-9-]*|[a-z][a-z0-9]*:[a-z][a-z0-9]*)"
+_ATTRS = r"""(?:\s+[^\s"'<>/=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'<>=`]+))?)*\s*/?"""
+_ANY_TAG = re.compile(
+    rf"</{_NAME}\s*>|<{_NAME}(?![a-z0-9:-]){_ATTRS}>|<![^<>]*>|<\?[^<>]*>", re.IGNORECASE
+)
+# What says a text is HTML: a closing tag, an element that needs none (void or block-level:
+# ``<br>``, ``<img src=...>``, ``<p>``), a doctype or comment, or an entity. An inline start tag
+# alone (``<b and c>``) is not enough: plain text writes ``a<b`` and ``c>d`` too.
+_VOID_TAGS = "area|base|br|col|embed|hr|img|input|link|meta|param|source|track|wbr"
 _LOOKS_LIKE_HTML = re.compile(
-    r"</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]*)?/?>|&(?:#\d+|#x[0-9a-f]+|\w+);", re.IGNORECASE
+    rf"</{_NAME}\s*>|<(?:{_VOID_TAGS}|{_BLOCK_TAGS})(?![a-z0-9:-]){_ATTRS}>|<!doctype\b|<!--"
+    r"|&(?:#\d+|#x[0-9a-f]+|[a-z][a-z0-9]*);",
+    re.IGNORECASE,
 )
 _ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
 # The characters that most often keep Chinese text from being NFKC-normal (counted on the real
@@ -93,9 +114,10 @@ def normalize(text: str) -> str:
 def clean(text: str) -> str:
     """Clean HTML or plain text for tokenization.
 
-    Plain text is left as it is apart from normalisation: a ``<`` in a math formula or code
-    sample is only treated as markup when the text contains something that looks like a tag or
-    an entity.
+    Plain text is left as it is apart from normalisation: a ``<`` in a math formula, a code
+    sample or a ``<<quote>>`` is only treated as markup when the text has real markup (a closing
+    tag, a void or block-level tag, a doctype, comment or entity), and then only the tags of
+    HTML elements are removed: ``a<b and c>d`` keeps its text.
 
     Example:
         >>> clean("<p>Ｈｅｌｌｏ&nbsp;<b>世界</b></p><script>x()</script><p>二</p>")

@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from recengine.config import TokenizerSettings
 from recengine.errors import ConfigError
@@ -34,7 +34,16 @@ _WORDLIKE = re.compile(r"[^\W_]")  # a letter, a digit or an ideograph somewhere
 _NUMERIC = re.compile(r"^[0-9]+(?:[.,][0-9]+)*%?$")
 _CJK = re.compile(r"^[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+$")
 _ENG = re.compile(r"^[a-zA-Z0-9]+$")
-_CACHE_LIMIT = 2_000_000  # distinct raw words remembered before the cache is cleared
+# Letters jieba's cut does not keep inside a word (its word pattern is ASCII): accented Latin
+# (Latin-1 letters without x and division sign, Latin Extended-A/B and Additional), Greek and
+# Cyrillic. Words holding one of them are taken out whole before the backend sees the text, so
+# Zürich, résumé, Beyoncé and naïve stay words (jieba would cut Z + ü + rich, r + é + sum + é).
+_LETTER = "A-Za-z0-9\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u03ff\u0400-\u04ff\u1e00-\u1eff"
+_NON_ASCII_LETTER = "\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u03ff\u0400-\u04ff\u1e00-\u1eff"
+_FOREIGN_WORD = re.compile(rf"[{_LETTER}]*[{_NON_ASCII_LETTER}][{_LETTER}]*")
+_FOREIGN_ENG = re.compile(rf"^[{_LETTER}]+$")
+_CACHE_LIMIT = 2_000_000
+T = TypeVar("T")  # distinct raw words remembered before the cache is cleared
 
 
 class Backend(Protocol):
@@ -144,9 +153,15 @@ class Tokenizer:
             return None
         return word
 
+    def cut(self, text: str) -> list[str]:
+        """The backend's words, with words of accented, Greek or Cyrillic letters kept whole."""
+        return cut_words(self.backend.cut, text)
+
     def _verdict(self, word: str) -> str:
         """``keep`` with the tag jieba ``posseg`` gives without HMM; ``""`` when dropped."""
         tag = self._tags.get(word) or ("eng" if _ENG.match(word) else "x")
+        if tag == "x" and _FOREIGN_ENG.match(word):  # a word :func:`cut_words` kept whole
+            tag = "eng"
         return self.keep(word, tag) or ""
 
     def tokens(self, text: str) -> list[str]:
@@ -158,8 +173,9 @@ class Tokenizer:
             ['北京', '学习', 'python', '机器', '学习']
         """
         if self.hmm:
-            return [k for w, t in self.backend.tag(text) if (k := self.keep(w, t))]
-        return [k for k in map(self._verdicts.__getitem__, self.backend.cut(text)) if k]
+            tagged = tag_words(self.backend.tag, text)
+            return [k for w, t in tagged if (k := self.keep(w, t))]
+        return [k for k in map(self._verdicts.__getitem__, self.cut(text)) if k]
 
     def term_counts(self, text: str) -> dict[str, int]:
         """Term frequencies of one clean text: ``Counter(tokens(text))``, computed faster.
@@ -170,9 +186,44 @@ class Tokenizer:
         """
         if self.hmm:
             return dict(Counter(self.tokens(text)))
-        counts = Counter(map(self._verdicts.__getitem__, self.backend.cut(text)))
+        counts = Counter(map(self._verdicts.__getitem__, self.cut(text)))
         counts.pop("", None)
         return dict(counts)
+
+
+def cut_words(cut: Callable[[str], list[str]], text: str) -> list[str]:
+    """``cut(text)``, except that every word holding a letter jieba would split on (see
+    ``_FOREIGN_WORD``) is one word, cut out before the rest is given to ``cut``.
+
+    Example:
+        >>> cut_words(list, "Zürich大学")
+        ['Zürich', '大', '学']
+    """
+    return _around_foreign(cut, text, lambda word: word)
+
+
+def tag_words(tag: Callable[[str], list[tuple[str, str]]], text: str) -> list[tuple[str, str]]:
+    """:func:`cut_words` for a tagger: the words kept whole are tagged ``eng``."""
+    return _around_foreign(tag, text, lambda word: (word, "eng"))
+
+
+def _around_foreign(
+    split: Callable[[str], list[T]], text: str, whole: Callable[[str], T]
+) -> list[T]:
+    if text.isascii():
+        return split(text)
+    out: list[T] = []
+    start = 0
+    for match in _FOREIGN_WORD.finditer(text):
+        if match.start() > start:
+            out += split(text[start : match.start()])
+        out.append(whole(match.group()))
+        start = match.end()
+    if start == 0:
+        return split(text)
+    if start < len(text):
+        out += split(text[start:])
+    return out
 
 
 class _Verdicts(dict[str, str]):
