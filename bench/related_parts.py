@@ -210,6 +210,9 @@ def run(name: str, docs: list[Doc], halves: list[str], args: argparse.Namespace)
     for label, scores_of in rows:
         s = scores_of()
         print(f"  {label:<40}" + "".join(f"{precision(s, docs, qs[h]):>10.4f}" for h in halves))
+    if args.floors:
+        print(f"  relevance floor on exact cosine ({args.floors} queries)")
+        floor_table(s0, docs, qs[args.floors])
     model = fit_idf(base.text)
     mlt = TfidfVectorizer(model, 25, sublinear_tf=True)
     top25 = [list(mlt.transform(c).terms) for c in base.text]
@@ -218,6 +221,38 @@ def run(name: str, docs: list[Doc], halves: list[str], args: argparse.Namespace)
         f"  {'BM25 MLT (top 25 terms)':<40}"
         + "".join(f"{list_precision(bm, docs, qs[h]):>10.4f}" for h in halves)
     )
+
+
+def floor_table(scores: np.ndarray[Any, Any], docs: Sequence[Doc], queries: list[int]) -> None:
+    """What a relevance floor drops from the top 10: absolute ``score >= f`` and relative
+    ``score >= r * best``. "p dropped" is the share of dropped items that are relevant (low is
+    good: the floor removes junk), "p shown" the share of shown items that are."""
+    tops = []
+    for i in queries:
+        s = scores[i].copy()
+        s[i] = -np.inf
+        top = [j for j in np.lexsort((np.arange(len(s)), -s))[:K] if s[j] > 0]
+        tops.append((i, [(float(s[j]), related(docs[i], docs[j])) for j in top]))
+    print(f"  {'floor':<16} {'mean shown':>10} {'dropped':>8} {'p dropped':>10} {'p shown':>8} "
+          f"{'p@10':>7} {'empty lists':>11}")
+    rules: list[tuple[str, Callable[[float, float], bool]]] = [("none", lambda s, b: True)]
+    rules += [(f"score >= {f:g}", lambda s, b, f=f: s >= f) for f in (0.02, 0.04, 0.06, 0.08, 0.1, 0.15)]
+    rules += [(f"score >= {r:g} x best", lambda s, b, r=r: s >= r * b) for r in (0.2, 0.3, 0.4, 0.5)]
+    for label, ok in rules:
+        shown = dropped = hit_shown = hit_dropped = empty = 0
+        for _, top in tops:
+            best = top[0][0] if top else 0.0
+            kept = [rel for sc, rel in top if ok(sc, best)]
+            gone = [rel for sc, rel in top if not ok(sc, best)]
+            shown += len(kept)
+            dropped += len(gone)
+            hit_shown += sum(kept)
+            hit_dropped += sum(gone)
+            empty += not kept
+        n = len(tops)
+        print(f"  {label:<16} {shown / n:>10.2f} {dropped / n:>8.2f} "
+              f"{hit_dropped / max(dropped, 1):>10.3f} {hit_shown / max(shown, 1):>8.3f} "
+              f"{hit_shown / n / K:>7.4f} {empty:>11}")
 
 
 def main() -> None:
@@ -229,6 +264,7 @@ def main() -> None:
     p.add_argument("--dims", type=int, nargs="*", default=[128])
     p.add_argument("--alphas", type=float, nargs="*", default=[0.2, 0.4])
     p.add_argument("--prf", type=float, nargs=2, action="append", default=[])
+    p.add_argument("--floors", default="", help="tuning|held-out|all: the floor table")
     p.add_argument("--combo", type=float, nargs=4, action="append", default=[])
     p.add_argument("--tag-prior", type=float, nargs="*", default=[])
     args = p.parse_args()

@@ -78,7 +78,8 @@ def test_body_has_exactly_the_contract_shape(
     service: RelatedArticles, factory: sessionmaker[Session], corpus: list[dict[str, Any]]
 ) -> None:
     body = ask(service, factory, corpus[0]["id"], k=5)
-    assert set(body) == {"article", "items", "suppressed"}
+    assert set(body) == {"article", "items", "suppressed", "floor"}
+    assert body["floor"] == {"min_score": 0.04, "dropped": 0}
     assert body["article"] == corpus[0]["id"] and len(body["items"]) == 5
     for entry in body["items"]:
         assert set(entry) == {"id", "title", "url", "score", "reasons"}
@@ -113,6 +114,44 @@ def test_a_repost_of_an_item_is_shown_once(
         }
 
 
+LONE = {
+    "id": "lone",
+    "title": "Slow-cooked beef stew",
+    "content": "Brown the beef, add onions, carrots and red wine, then simmer for three hours. "
+    "A Java developer shared this recipe.",
+}
+
+
+def test_a_lone_article_gets_an_empty_list_not_junk(
+    service: RelatedArticles,
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+) -> None:
+    Ingester(factory, featurizer).ingest_records([LONE])
+    service = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+    # without a floor the list is filled with Java articles on one shared word each
+    # ("java", "add", "three", ...)
+    junk = ask(service, factory, "lone", k=5, min_score=0)
+    assert len(junk["items"]) == 5 and junk["floor"] == {"min_score": 0.0, "dropped": 0}
+    assert all(len(e["reasons"]["shared_terms"]) == 1 for e in junk["items"])
+    assert max(e["score"] for e in junk["items"]) < settings.related.min_score
+    body = ask(service, factory, "lone", k=5)  # the server's floor (related.min_score)
+    assert body["items"] == [] and body["floor"] == {"min_score": 0.04, "dropped": 5}
+
+
+def test_the_floor_cuts_the_page_and_counts_what_it_dropped(
+    service: RelatedArticles, factory: sessionmaker[Session], corpus: list[dict[str, Any]]
+) -> None:
+    aid = corpus[10]["id"]
+    whole = ask(service, factory, aid, k=40, min_score=0)["items"]
+    floor = (whole[14]["score"] + whole[15]["score"]) / 2  # 15 items above it
+    for offset, shown in ((0, 10), (10, 5), (20, 0)):
+        body = ask(service, factory, aid, k=10, offset=offset, min_score=floor)
+        assert body["items"] == whole[offset : offset + shown]
+        assert body["floor"] == {"min_score": floor, "dropped": 10 - shown}
+
+
 def test_paging_and_k_limits(
     service: RelatedArticles, factory: sessionmaker[Session], corpus: list[dict[str, Any]]
 ) -> None:
@@ -135,16 +174,17 @@ def test_filters(
 ) -> None:
     aid = corpus[10]["id"]
     by_id = {r["id"]: r for r in corpus}
+    # the filters on their own: no relevance floor (min_score=0) unless the test sets one
     base = ids(ask(service, factory, aid, k=10))
     body = ask(service, factory, aid, k=10, exclude=base[:3])
     assert not set(base[:3]) & set(ids(body)) and ids(body)[:7] == base[3:10]
 
     category = corpus[20]["category"]
-    body = ask(service, factory, aid, k=50, categories=[category])
+    body = ask(service, factory, aid, k=50, categories=[category], min_score=0)
     assert ids(body) and all(by_id[i]["category"] == category for i in ids(body))
 
     tag = corpus[10]["tags"][0]
-    body = ask(service, factory, aid, k=50, tags=[tag])
+    body = ask(service, factory, aid, k=50, tags=[tag], min_score=0)
     assert all(tag in by_id[i]["tags"] for i in ids(body))
 
     body = ask(
@@ -152,13 +192,14 @@ def test_filters(
         factory,
         aid,
         k=50,
+        min_score=0,
         published_after="2024-01-10T00:00:00Z",
         published_before=datetime(2024, 1, 20, tzinfo=UTC),
     )
     days = [int(by_id[i]["published_at"][8:10]) for i in ids(body)]
     assert days and all(10 <= d < 20 for d in days)
 
-    scores = [e["score"] for e in ask(service, factory, aid, k=50)["items"]]
+    scores = [e["score"] for e in ask(service, factory, aid, k=50, min_score=0)["items"]]
     middle = len(scores) // 2
     cut = (scores[middle] + scores[middle + 1]) / 2  # between two shown (rounded) scores
     body = ask(service, factory, aid, k=50, min_score=cut)
@@ -242,15 +283,15 @@ def test_a_reindex_switches_the_index_to_the_new_model(
     corpus: list[dict[str, Any]],
 ) -> None:
     aid = corpus[3]["id"]
-    before = ask(service, factory, aid, k=10)
+    before = ask(service, factory, aid, k=10, min_score=0)
     Ingester(factory, featurizer).ingest_records([record(900 + i) for i in range(5)])
     reindex(factory=factory, featurizer=featurizer)
-    after = ask(service, factory, aid, k=10)
+    after = ask(service, factory, aid, k=10, min_score=0)
     with factory() as session:
         version = read_state(session=session).active_model_version
     assert service.index.stats()["version"] == version
     fresh = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
-    assert ask(fresh, factory, aid, k=10) == after
+    assert ask(fresh, factory, aid, k=10, min_score=0) == after
     assert len(set(ids(after)) & set(ids(before))) >= 7  # five short articles change little
 
 

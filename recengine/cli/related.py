@@ -22,7 +22,12 @@ from recengine.storage.db import transaction
 @click.option("--tag", "tags", multiple=True, help="Only articles with this tag (repeatable).")
 @click.option("--after", "published_after", help="Published at or after (ISO 8601).")
 @click.option("--before", "published_before", help="Published before (ISO 8601).")
-@click.option("--min-score", type=float, default=None, help="Lowest cosine shown (0-1).")
+@click.option(
+    "--min-score",
+    type=float,
+    default=None,
+    help="Lowest score shown (0-1; default related.min_score, 0 = no floor).",
+)
 @click.option(
     "--format",
     "fmt",
@@ -53,6 +58,9 @@ def _print(body: dict[str, Any]) -> None:
         click.echo(f"{n:3}. {entry['score']:.4f}  {entry['id']}  {entry['title']}")
         if terms:
             click.echo(f"       shared: {terms}")
+    floor = body["floor"]
+    if floor["dropped"]:
+        click.echo(f"  ({floor['dropped']} more below the relevance floor {floor['min_score']:g})")
     if body["suppressed"]:
         click.echo("suppressed near-duplicates:")
         for s in body["suppressed"]:

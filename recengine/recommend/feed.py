@@ -113,7 +113,8 @@ class ReaderFeeds:
         row_filter = to_row_filter(session, parsed, exclude=read)
         anchors = self._anchors(session, snap, read)
         slate = Slate(snap, anchors, self.criterion, f.max_pair_similarity, k)
-        for interest, hits in self._candidates(snap, interests, row_filter, parsed.min_score, k):
+        floor = parsed.min_score or 0.0
+        for interest, hits in self._candidates(snap, interests, row_filter, floor, k):
             slate.offer(session, interest, hits)
         slate.fill()
         if len(slate) < k:

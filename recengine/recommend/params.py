@@ -74,7 +74,7 @@ class Filters:
     tags: tuple[str, ...] = ()
     published_after: datetime | None = None
     published_before: datetime | None = None
-    min_score: float = 0.0
+    min_score: float | None = None  # None: the caller's default (related.min_score, feeds 0)
 
     @classmethod
     def parse(cls, limit: int, **raw: Any) -> Filters:
@@ -97,5 +97,5 @@ class Filters:
             tags=check_labels(raw.get("tags"), "tags", limit),
             published_after=after,
             published_before=before,
-            min_score=0.0 if score is None else check_score(score),
+            min_score=None if score is None else check_score(score),
         )

@@ -4,13 +4,20 @@
 
     {"article": "id",
      "items": [{"id", "title", "url", "score", "reasons": {"shared_terms": [...], ...}}],
-     "suppressed": [{"id", "duplicate_of", "distance"}]}
+     "suppressed": [{"id", "duplicate_of", "distance"}],
+     "floor": {"min_score", "dropped"}}
 
 ``score`` is the cosine of the two stored TF-IDF vectors (6 decimals); items are ordered by
 score, ties by the earlier-ingested article. ``suppressed`` lists what would have been on this
 page but is a near-duplicate (``recommend.criterion``) of the article itself
 (``duplicate_of`` = the article) or of an item ranked above it (``duplicate_of`` = that item),
 with the Hamming distance of their fingerprints, so an editor can see why X is not shown.
+
+The relevance floor: items scoring below ``min_score`` (the request's, else
+``related.min_score``) are left out, so a list can be shorter than ``k`` rather than padded with
+junk; ``floor.dropped`` says how many of this page's places were left empty by it. The floor
+cuts the list after suppression (scores only fall down the list, so the items above it, and the
+suppressed ones among them, are exactly those of a list ranked with the floor as a filter).
 
 The query article's own vector is read from SQL, so an article ingested a moment ago gets
 related items right away, from the index as caught up at that moment (``recommend.live``).
@@ -95,7 +102,7 @@ class RelatedArticles:
             offset: results skipped (paging).
             **filters: ``exclude`` (caller ids), ``categories``, ``tags``,
                 ``published_after``, ``published_before`` (aware datetimes or ISO 8601),
-                ``min_score`` (0-1).
+                ``min_score`` (0-1; ``related.min_score`` when not given).
 
         Raises:
             InvalidRequest: a parameter is invalid. NotFound: no live article has this id.
@@ -109,8 +116,12 @@ class RelatedArticles:
         snap = self.index.current(session=session)
         query = load_query(session, snap, article_id)
         row_filter = to_row_filter(session, parsed, exclude=[query.id])
-        hits, picked = self._ranked(session, snap, query, row_filter, parsed.min_score, offset + k)
-        return self._body(session, snap, query, hits, picked, offset, k)
+        floor = r.min_score if parsed.min_score is None else parsed.min_score
+        hits, picked = self._ranked(session, snap, query, row_filter, 0.0, offset + k)
+        picked, dropped = under_floor(hits, picked, floor, offset, k)
+        body = self._body(session, snap, query, hits, picked, offset, k)
+        body["floor"] = {"min_score": floor, "dropped": dropped}
+        return body
 
     def _ranked(
         self,
@@ -237,6 +248,20 @@ def to_row_filter(session: Session, filters: Filters, exclude: Sequence[int]) ->
         published_after=epoch(filters.published_after) if filters.published_after else None,
         published_before=epoch(filters.published_before) if filters.published_before else None,
     )
+
+
+def under_floor(
+    hits: Hits, picked: Picked, floor: float, offset: int, k: int
+) -> tuple[Picked, int]:
+    """``picked`` without what scores below ``floor``, and how many of the page's places
+    (``offset`` .. ``offset + k``) that left empty."""
+    if floor <= 0:
+        return picked, 0
+    scores = hits.scores
+    kept = [i for i in picked.kept if scores[i] >= floor]
+    page = len(picked.kept[offset : offset + k])
+    suppressed = [s for s in picked.suppressed if scores[s.position] >= floor]
+    return Picked(kept, suppressed), page - len(kept[offset : offset + k])
 
 
 def above(hits: Hits, min_score: float) -> Hits:

@@ -24,6 +24,7 @@ from pydantic import (
     RootModel,
     Tag,
     TypeAdapter,
+    field_validator,
 )
 
 from recengine.config import Settings
@@ -118,10 +119,16 @@ class SuppressedItem(_Out):
     distance: int = Field(description="Hamming distance of the 64-bit simhash fingerprints.")
 
 
+class Floor(_Out):
+    min_score: float = Field(description="The relevance floor applied (0 = none).")
+    dropped: int = Field(description="Places of this page left empty because of the floor.")
+
+
 class RelatedOut(_Out):
     article: str
     items: list[RelatedItem]
     suppressed: list[SuppressedItem]
+    floor: Floor = Field(description="The relevance floor: a list can be shorter than k.")
 
 
 class Duplicate(_Out):
@@ -222,7 +229,22 @@ class Filters(BaseModel):
     tags: list[Label] = Field(default_factory=list, description="Only articles with one of these.")
     published_after: AwareDatetime | None = Field(None, description="Published after this.")
     published_before: AwareDatetime | None = Field(None, description="Published before this.")
-    min_score: float = Field(0.0, ge=0.0, le=1.0, description="Smallest cosine shown.")
+    min_score: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="Smallest score shown (related lists: default the server's related.min_score"
+        "; 0 = no floor).",
+    )
+
+    @field_validator("published_after", "published_before", mode="before")
+    @classmethod
+    def _iso_only(cls, value: Any) -> Any:
+        """ISO 8601 only, as the published schema says (pydantic would also read a number as
+        a Unix time)."""
+        if value is not None and (not isinstance(value, str) or value.strip().isdigit()):
+            raise ValueError("must be an ISO 8601 time with a zone, e.g. 2024-05-01T08:00:00Z")
+        return value
 
     def as_kwargs(self) -> dict[str, Any]:
         """The keyword filters of ``RelatedArticles.related`` and ``ReaderFeeds.feed``."""

@@ -70,11 +70,14 @@ def host_app() -> Flask:
         api = request.args["api"]
         script = request.args.get("script", api)
         k = escape(request.args.get("k", "5"))
+        floor = request.args.get("min_score")
+        floor_attr = f" data-recengine-min-score='{escape(floor)}'" if floor is not None else ""
         return (
             f"<!doctype html><html lang='en'><head><title>post {escape(article_id)}</title>"
             f"</head><body><h1>post</h1>"
             f"<div id='slot' data-recengine-article='{escape(article_id)}' data-recengine-k='{k}'"
-            f" data-recengine-api='{escape(api)}' data-recengine-link='/post/{{id}}?api={api}'>"
+            f"{floor_attr} data-recengine-api='{escape(api)}'"
+            f" data-recengine-link='/post/{{id}}?api={api}'>"
             f"</div><script src='{escape(script)}/widget.js'></script></body></html>"
         )
 
@@ -199,6 +202,27 @@ def test_widget_renders_the_related_links_of_the_api(browser: Browser, site: Sit
     page.wait_for_url(links[0][1])
     settle(page)
     assert widget_links(page)  # and that page has its own list
+    assert console.errors == [] and console.page_errors == []
+    page.close()
+
+
+def test_widget_floor_attribute_is_sent_and_can_empty_the_list(
+    browser: Browser, site: Site
+) -> None:
+    console = Console()
+    page = console.watch(browser.new_page())
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/related" in r.url else None)
+    page.goto(f"{site.host}/post/{site.ids[0]}?api={site.api}&min_score=0.999")
+    settle(page)
+    slot = page.locator("#slot")
+    assert slot.get_attribute("data-recengine-state") == "done"
+    assert slot.is_hidden() and widget_links(page) == []  # nothing scores 0.999: no junk shown
+    assert len(asked) == 1 and "min_score=0.999" in asked[0]
+    page.goto(f"{site.host}/post/{site.ids[0]}?api={site.api}&min_score=nonsense")
+    settle(page)
+    assert widget_links(page)  # a bad attribute is ignored: the server's default applies
+    assert "min_score" not in asked[-1]
     assert console.errors == [] and console.page_errors == []
     page.close()
 

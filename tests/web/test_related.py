@@ -54,14 +54,17 @@ def test_related_body_paging_and_k_limits(
 def test_related_filters(client: FlaskClient, corpus: list[dict[str, Any]]) -> None:
     first = next(r for r in corpus if r["category"] == "AI 应用开发")
     category = quote(first["category"])
-    items = related(client, first["id"], f"?categories={category}&k=20").get_json()["items"]
+    items = related(client, first["id"], f"?categories={category}&k=20&min_score=0").get_json()[
+        "items"
+    ]
     assert items and all(i["reasons"]["same_category"] for i in items)
     other = related(client, first["id"], "?categories=no-such-category").get_json()
     assert other["items"] == []
     top = related(client, first["id"]).get_json()["items"][0]["id"]
     without = related(client, first["id"], f"?exclude={top}").get_json()["items"]
     assert top not in {i["id"] for i in without}
-    assert related(client, first["id"], "?min_score=0.999").get_json()["items"] == []
+    floored = related(client, first["id"], "?min_score=0.999").get_json()
+    assert floored["items"] == [] and floored["floor"] == {"min_score": 0.999, "dropped": 10}
     window = "?published_after=2030-01-01T00:00:00Z&published_before=2020-01-01T00:00:00Z"
     assert_error(related(client, first["id"], window), 422, "invalid_request")
     naive = "?published_after=2020-01-01T00:00:00"
