@@ -233,11 +233,17 @@ def floor_table(scores: np.ndarray[Any, Any], docs: Sequence[Doc], queries: list
         s[i] = -np.inf
         top = [j for j in np.lexsort((np.arange(len(s)), -s))[:K] if s[j] > 0]
         tops.append((i, [(float(s[j]), related(docs[i], docs[j])) for j in top]))
-    print(f"  {'floor':<16} {'mean shown':>10} {'dropped':>8} {'p dropped':>10} {'p shown':>8} "
-          f"{'p@10':>7} {'empty lists':>11}")
+    print(
+        f"  {'floor':<16} {'mean shown':>10} {'dropped':>8} {'p dropped':>10} {'p shown':>8} "
+        f"{'p@10':>7} {'empty lists':>11}"
+    )
     rules: list[tuple[str, Callable[[float, float], bool]]] = [("none", lambda s, b: True)]
-    rules += [(f"score >= {f:g}", lambda s, b, f=f: s >= f) for f in (0.02, 0.04, 0.06, 0.08, 0.1, 0.15)]
-    rules += [(f"score >= {r:g} x best", lambda s, b, r=r: s >= r * b) for r in (0.2, 0.3, 0.4, 0.5)]
+    rules += [
+        (f"score >= {f:g}", lambda s, b, f=f: s >= f) for f in (0.02, 0.04, 0.06, 0.08, 0.1, 0.15)
+    ]
+    rules += [
+        (f"score >= {r:g} x best", lambda s, b, r=r: s >= r * b) for r in (0.2, 0.3, 0.4, 0.5)
+    ]
     for label, ok in rules:
         shown = dropped = hit_shown = hit_dropped = empty = 0
         for _, top in tops:
@@ -250,9 +256,11 @@ def floor_table(scores: np.ndarray[Any, Any], docs: Sequence[Doc], queries: list
             hit_dropped += sum(gone)
             empty += not kept
         n = len(tops)
-        print(f"  {label:<16} {shown / n:>10.2f} {dropped / n:>8.2f} "
-              f"{hit_dropped / max(dropped, 1):>10.3f} {hit_shown / max(shown, 1):>8.3f} "
-              f"{hit_shown / n / K:>7.4f} {empty:>11}")
+        print(
+            f"  {label:<16} {shown / n:>10.2f} {dropped / n:>8.2f} "
+            f"{hit_dropped / max(dropped, 1):>10.3f} {hit_shown / max(shown, 1):>8.3f} "
+            f"{hit_shown / n / K:>7.4f} {empty:>11}"
+        )
 
 
 def main() -> None:
