@@ -35,7 +35,7 @@ from bench.corpus import Doc
 from bench.related_common import bm25_mlt, labelled, related
 from recengine.config import load_settings
 from recengine.features.tfidf import TfidfVectorizer, fit_idf
-from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.featurize import Featurizer, text_of
 from recengine.text.clean import clean
 
 K = 10
@@ -94,6 +94,20 @@ def tfidf_matrix(
             cols.append(vocab.setdefault(t, len(vocab)))
             vals.append(w)
     return sp.csr_matrix((vals, (rows, cols)), shape=(len(counts), len(vocab)), dtype=np.float64)
+
+
+def new_words_matrix(docs: Sequence[Doc], settings: Any) -> sp.csr_matrix:
+    """The TF-IDF matrix with the words discovered on these texts added to the tokenizer."""
+    from bench.newwords import add_words, candidates_filter
+    from recengine.text.newwords import discover_words
+
+    featurizer = Featurizer(settings)
+    tok = featurizer.tokenizer
+    texts = [text_of(d.title, d.content) for d in docs]
+    words = discover_words(texts, keep=candidates_filter(tok))
+    add_words(tok, words)
+    print(f"  ({len(words)} new words: {' '.join(w.word for w in words[:15])} ...)")
+    return tfidf_matrix(combine(analyse(docs, featurizer), 1))
 
 
 def lsa(x: sp.csr_matrix, dims: int, seed: int = 0) -> np.ndarray[Any, Any]:
@@ -182,6 +196,9 @@ def run(name: str, docs: list[Doc], halves: list[str], args: argparse.Namespace)
             rows.append(
                 (f"+ dense a={a:g} d={dims}", lambda a=a, dense=dense: (1 - a) * s0 + a * dense)
             )
+    if args.new_words:
+        xw = new_words_matrix(docs, settings)
+        rows.append(("+ new words", lambda: cos(xw)))
     for m, beta in args.prf:
         rows.append(
             (
@@ -273,6 +290,7 @@ def main() -> None:
     p.add_argument("--alphas", type=float, nargs="*", default=[0.2, 0.4])
     p.add_argument("--prf", type=float, nargs=2, action="append", default=[])
     p.add_argument("--floors", default="", help="tuning|held-out|all: the floor table")
+    p.add_argument("--new-words", action="store_true", help="rows with discovered words")
     p.add_argument("--combo", type=float, nargs=4, action="append", default=[])
     p.add_argument("--tag-prior", type=float, nargs="*", default=[])
     args = p.parse_args()

