@@ -110,6 +110,18 @@ def new_words_matrix(docs: Sequence[Doc], settings: Any) -> sp.csr_matrix:
     return tfidf_matrix(combine(analyse(docs, featurizer), 1))
 
 
+def product_lsa(counts: list[dict[str, float]], dims: int) -> np.ndarray[Any, Any]:
+    """Dense vectors of ``recengine.features.lsa`` fitted on the stored vectors' formula."""
+    from recengine.features.lsa import fit_lsa
+
+    vec = TfidfVectorizer(fit_idf(counts), 128, sublinear_tf=True)
+    vectors = [vec.transform(c) for c in counts]  # type: ignore[arg-type]
+    hashes = [v.hashes for v in vectors]
+    weights = [v.weights for v in vectors]
+    model = fit_lsa(hashes, weights, dims)
+    return model.project(hashes, weights).astype(np.float64)
+
+
 def lsa(x: sp.csr_matrix, dims: int, seed: int = 0) -> np.ndarray[Any, Any]:
     """Truncated SVD (``scipy.sparse.linalg.svds``) rows ``U * S``, L2-normalised."""
     from scipy.sparse.linalg import svds
@@ -199,6 +211,13 @@ def run(name: str, docs: list[Doc], halves: list[str], args: argparse.Namespace)
     if args.new_words:
         xw = new_words_matrix(docs, settings)
         rows.append(("+ new words", lambda: cos(xw)))
+    for dims, a in args.lsa:
+        zl = product_lsa(combine(base, 1), int(dims))
+        dl = zl @ zl.T
+        rows.append((f"LSA (features.lsa) alone d={dims:g}", lambda dl=dl: dl))
+        rows.append(
+            (f"+ dense (features.lsa) a={a:g} d={dims:g}", lambda a=a, dl=dl: (1 - a) * s0 + a * dl)
+        )
     for m, beta in args.prf:
         rows.append(
             (
@@ -291,6 +310,7 @@ def main() -> None:
     p.add_argument("--prf", type=float, nargs=2, action="append", default=[])
     p.add_argument("--floors", default="", help="tuning|held-out|all: the floor table")
     p.add_argument("--new-words", action="store_true", help="rows with discovered words")
+    p.add_argument("--lsa", type=float, nargs=2, action="append", default=[])
     p.add_argument("--combo", type=float, nargs=4, action="append", default=[])
     p.add_argument("--tag-prior", type=float, nargs="*", default=[])
     args = p.parse_args()

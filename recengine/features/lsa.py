@@ -1,0 +1,177 @@
+"""LSA: a dense semantic vector per article, learned from the corpus's own TF-IDF vectors.
+
+Latent semantic analysis (Deerwester et al. 1990) is the truncated SVD of the document-term
+matrix ``X ~ U S V^T``; a document's dense vector is its row of ``X V_d`` (= ``U_d S_d``), cut to
+the ``d`` strongest directions, L2-normalised so that inner product is cosine. Two articles on
+one topic that share few exact words (synonyms, a term and its abbreviation) are close in that
+space where TF-IDF cosine sees only their few shared terms.
+
+Fitting is memory-bounded: it reads a sample of at most ``sample`` stored vectors restricted to
+the ``max_terms`` terms most documents of the sample use, and computes the SVD with the
+randomized range finder of Halko, Martinsson & Tropp (2011, algorithm 4.4: ``q`` power
+iterations with re-orthonormalisation, ``p = 10`` oversampling), which needs only products of
+the sparse matrix with thin dense matrices: O(sample x (d + p)) memory, whatever the corpus
+size. The fitted model is the term -> direction table ``V_d`` (``float32 (V, d)``); projecting
+any vector, including one ingested after the fit, is one sparse-dense product, so the local
+and Spark engines (and a process that has just ingested an article) compute the same vector
+from the same model bytes, to float32 rounding.
+
+Only numpy: the sparse products are gathers and ``np.add.reduceat`` over the vectors' own
+term order.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+OVERSAMPLING = 10
+
+
+@dataclass(frozen=True, eq=False)
+class LsaModel:
+    """Term directions of a fitted LSA.
+
+    Attributes:
+        hashes: ``uint64 (V,)`` sorted term hashes (:func:`~recengine.features.hashing.term_hash`).
+        components: ``float32 (V, d)`` row ``i`` = the direction of term ``hashes[i]``.
+    """
+
+    hashes: npt.NDArray[np.uint64]
+    components: npt.NDArray[np.float32]
+
+    @property
+    def dims(self) -> int:
+        return int(self.components.shape[1])
+
+    def project(
+        self,
+        hashes: Sequence[npt.NDArray[np.uint64]],
+        weights: Sequence[npt.NDArray[np.float32]],
+    ) -> npt.NDArray[np.float32]:
+        """Dense vectors of sparse ones: ``float32 (n, d)``, rows of norm 1 (0 when no term of
+        the vector is in the model)."""
+        rows, cols, vals = _triplets(self.hashes, hashes, weights)
+        out = _sparse_dense(rows, cols, vals, len(hashes), self.components.astype(np.float64))
+        return _unit_rows(out).astype(np.float32)
+
+    def to_bytes(self) -> bytes:
+        """zlib: ``<u4 V``, ``<u4 d``, hashes ``<u8``, components ``<f4`` (row-major)."""
+        v, d = self.components.shape
+        body = struct.pack("<II", v, d) + self.hashes.astype("<u8").tobytes()
+        return zlib.compress(body + self.components.astype("<f4").tobytes(), 6)
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> LsaModel:
+        body = zlib.decompress(blob)
+        v, d = struct.unpack_from("<II", body)
+        if len(body) != 8 + 8 * v + 4 * v * d:
+            raise ValueError(f"corrupt LSA model: {len(body)} bytes for {v} terms x {d} dims")
+        hashes = np.frombuffer(body, "<u8", v, 8).astype(np.uint64)
+        comp = np.frombuffer(body, "<f4", v * d, 8 + 8 * v).astype(np.float32).reshape(v, d)
+        return cls(hashes, comp)
+
+
+def fit_lsa(
+    hashes: Sequence[npt.NDArray[np.uint64]],
+    weights: Sequence[npt.NDArray[np.float32]],
+    dims: int,
+    max_terms: int = 50_000,
+    power_iterations: int = 4,
+    seed: int = 0,
+) -> LsaModel:
+    """Fit on a sample of stored TF-IDF vectors (the caller draws the sample).
+
+    Args:
+        hashes, weights: the sample's vectors (``uint64`` / ``float32`` per vector).
+        dims: ``d``, the dense dimension (at most ``min(len(sample), terms) - 1``).
+        max_terms: vocabulary: the terms used by the most documents (at least two).
+        power_iterations: ``q`` of the range finder (more: closer to the exact SVD).
+        seed: the random test matrix; the same seed and sample give the same model.
+
+    Raises:
+        ValueError: ``dims`` is not positive or the sample is too small for it.
+    """
+    if dims < 1:
+        raise ValueError(f"dims must be >= 1, got {dims}")
+    vocab = _vocabulary(hashes, max_terms)
+    if min(len(hashes), len(vocab)) <= dims:
+        raise ValueError(f"{len(hashes)} vectors over {len(vocab)} terms cannot give {dims} dims")
+    rows, cols, vals = _triplets(vocab, hashes, weights)
+    n, v, k = len(hashes), len(vocab), min(dims + OVERSAMPLING, len(vocab), len(hashes))
+    rng = np.random.default_rng(seed)
+    order = np.argsort(cols, kind="stable")  # the transposed matrix, for X^T Q
+
+    def times(m: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:  # X @ m
+        return _sparse_dense(rows, cols, vals, n, m)
+
+    def t_times(m: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:  # X^T @ m
+        return _sparse_dense(cols[order], rows[order], vals[order], v, m)
+
+    q, _ = np.linalg.qr(times(rng.standard_normal((v, k))))
+    for _ in range(power_iterations):
+        w, _ = np.linalg.qr(t_times(q))
+        q, _ = np.linalg.qr(times(w))
+    b = t_times(q).T  # (k, V) = Q^T X
+    _, _, vt = np.linalg.svd(b, full_matrices=False)
+    comp = vt[:dims].T
+    # the sign of a singular vector is arbitrary: fix it (largest entry positive) so that two
+    # fits that agree up to sign store the same model
+    flip = np.sign(comp[np.abs(comp).argmax(axis=0), np.arange(dims)])
+    return LsaModel(vocab, (comp * flip).astype(np.float32))
+
+
+def _vocabulary(hashes: Sequence[npt.NDArray[np.uint64]], max_terms: int) -> npt.NDArray[np.uint64]:
+    """The ``max_terms`` hashes in most vectors (at least 2), sorted; ties by hash."""
+    if not hashes:
+        return np.zeros(0, np.uint64)
+    terms, df = np.unique(np.concatenate(hashes), return_counts=True)
+    keep = df >= 2
+    terms, df = terms[keep], df[keep]
+    top = np.lexsort((terms, -df))[:max_terms]
+    return np.sort(terms[top])
+
+
+def _triplets(
+    vocab: npt.NDArray[np.uint64],
+    hashes: Sequence[npt.NDArray[np.uint64]],
+    weights: Sequence[npt.NDArray[np.float32]],
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+    """(row, column, weight) of every term of the vectors that is in ``vocab``."""
+    if not hashes or not len(vocab):
+        empty = np.zeros(0, np.intp)
+        return empty, empty, np.zeros(0)
+    lengths = np.fromiter((len(h) for h in hashes), np.intp, len(hashes))
+    flat = np.concatenate(hashes).astype(np.uint64)
+    vals = np.concatenate(weights).astype(np.float64)
+    rows = np.repeat(np.arange(len(hashes)), lengths)
+    at = np.clip(np.searchsorted(vocab, flat), 0, len(vocab) - 1)
+    hit = vocab[at] == flat
+    return rows[hit], at[hit], vals[hit]
+
+
+def _sparse_dense(
+    rows: npt.NDArray[np.intp],
+    cols: npt.NDArray[np.intp],
+    vals: npt.NDArray[np.float64],
+    n: int,
+    m: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """``S @ m`` for the sparse ``S`` given by triplets sorted by row (``n`` rows)."""
+    out = np.zeros((n, m.shape[1]))
+    if not len(rows):
+        return out
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    sums = np.add.reduceat(m[cols] * vals[:, None], starts, axis=0)
+    out[rows[starts]] = sums
+    return out
+
+
+def _unit_rows(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    norms = np.linalg.norm(z, axis=1, keepdims=True)
+    return np.asarray(z / np.where(norms == 0, 1.0, norms))
