@@ -8,7 +8,9 @@ article is a query once.
 Rows of the main table (k = 10; precision divides by 10 even when a list is shorter):
 
 * recengine: ``RelatedArticles.related(id, k=10)``, the product end to end (candidates from the
-  index, exact cosine, suppression);
+  index, exact cosine, suppression, the relevance floor ``related.min_score``);
+* the same with the floor off (``min_score=0``): the floor's own effect (a shorter list
+  counts its empty places as misses in p@10);
 * its candidates, unsuppressed: the index's own top 10 before suppression (what the
   candidate stage loses, apart from what suppression removes);
 * exact cosine: the same stored vectors, whole corpus, no suppression (baseline a);
@@ -94,6 +96,7 @@ def evaluate(
         service = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
         lists: dict[str, list[list[int]]] = {
             "recengine": [],
+            "  recengine, floor off (min_score=0)": [],
             "  its candidates, unsuppressed": [],
             "exact cosine": [],
         }
@@ -108,6 +111,10 @@ def evaluate(
                 body = service.related(q.id, session=session, k=K)
                 times.append(time.perf_counter() - start)
                 lists["recengine"].append([row[e["id"]] for e in body["items"]])
+                unfloored = service.related(q.id, session=session, k=K, min_score=0)
+                lists["  recengine, floor off (min_score=0)"].append(
+                    [row[e["id"]] for e in unfloored["items"]]
+                )
                 exact = stored.exact_top(row[q.id], K)
                 lists["exact cosine"].append(exact)
                 top = candidate_top(service, snap, stored, row[q.id])

@@ -260,6 +260,9 @@ def test_widget_shows_a_hostile_title_as_text(browser: Browser, site: Site) -> N
 
 
 def test_demo_page_with_its_widget_and_no_console_errors(browser: Browser, site: Site) -> None:
+    import json
+    import urllib.request
+
     console = Console()
     page = console.watch(browser.new_page())
     page.goto(f"{site.api}/?article={site.ids[2]}")
@@ -269,7 +272,9 @@ def test_demo_page_with_its_widget_and_no_console_errors(browser: Browser, site:
         timeout=TIMEOUT_MS,
     )
     links = page.locator(".widget-slot a.recengine-link")
-    assert links.count() == 8  # the demo asks for 8
+    with urllib.request.urlopen(f"{site.api}/api/v1/articles/{site.ids[2]}/related?k=8") as reply:
+        expected = json.load(reply)["items"]  # the demo asks for 8; the floor may leave fewer
+    assert 1 <= len(expected) <= 8 and links.count() == len(expected)
     href = links.first.get_attribute("href") or ""
     assert "/?article=" in href  # no stored URL: the demo links to its own page
     links.first.click()
