@@ -103,7 +103,7 @@ def duplicates(article_id: str) -> DuplicatesOut:
 
 
 def init_app(router: Router, models: Models) -> None:
-    path = "/api/v1/articles/<path:article_id>"
+    path = "/api/v1/articles/<id:article_id>"  # see recengine.web.paths
     add = partial(router.add, tag="articles")
     add(
         "/api/v1/articles",

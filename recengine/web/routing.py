@@ -21,6 +21,7 @@ from recengine.config import Settings
 from recengine.errors import InvalidRequest, RecengineError
 from recengine.web.auth import guarded, security
 from recengine.web.errors import AUTH, BODY, WritesDisabled, describe, responses
+from recengine.web.paths import ID_IN_PATH
 from recengine.web.schemas import PATH_PARAMETERS
 
 M = TypeVar("M", bound=BaseModel)
@@ -131,6 +132,8 @@ class ApiPlugin(FlaskPlugin):
             adapter = PATH_PARAMETERS.get(parameter["name"])
             if adapter is not None:
                 parameter["schema"] = adapter.json_schema()
+            if parameter["name"] == "article_id":
+                parameter["description"] = ID_IN_PATH
         return path, parameters
 
 

@@ -1,0 +1,119 @@
+"""Article ids in URL paths: any id, including ids with ``/`` and ids ending in ``/related``.
+
+An id is the caller's own string and may hold slashes (``csdn/2024/post``), so the article
+routes cannot split the path at ``/``. The rule, applied to the path *as sent* (``RAW_URI``,
+before the server decoded ``%2F``):
+
+* the path after ``/api/v1/articles/`` ends in a literal ``/related`` or ``/duplicates``
+  segment: that is the operation, and the part before it is the id;
+* otherwise the whole rest is the id.
+
+So ``GET /api/v1/articles/x/related`` is the related list of ``x`` (as always), and the
+article whose id is ``x/related`` is read with its slash percent-encoded,
+``GET /api/v1/articles/x%2Frelated`` (what ``quote(id, safe="")`` or JavaScript's
+``encodeURIComponent`` send); its own list is ``GET /api/v1/articles/x%2Frelated/related``
+(or ``x/related/related``). Ids with slashes that do not end in an operation's name keep
+working unencoded.
+
+:class:`ArticlePaths` applies the rule before routing: it rewrites ``PATH_INFO`` so the id is
+one percent-encoded segment, which :class:`IdConverter` (``<id:article_id>``) decodes. Without
+``RAW_URI`` (a server that does not pass the raw path) the rule is applied to the decoded path,
+where ``%2F`` and ``/`` cannot be told apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
+
+from werkzeug.routing import BaseConverter, ValidationError
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+PREFIX = "/api/v1/articles/"
+OPERATIONS = ("related", "duplicates")
+ID_IN_PATH = (
+    "The article's id, percent-encoded (`quote(id, safe='')`, `encodeURIComponent`). A slash "
+    "may also be sent as is, except in an id ending in /related or /duplicates, which must "
+    "be sent as %2F to read or delete the article itself."
+)
+
+
+class IdConverter(BaseConverter):
+    """One path segment holding a percent-encoded id (see :class:`ArticlePaths`)."""
+
+    regex = "[^/]+"
+    part_isolating = True
+
+    def to_python(self, value: str) -> str:
+        try:
+            return unquote(value, errors="strict")
+        except UnicodeDecodeError:
+            raise ValidationError() from None
+
+    def to_url(self, value: str) -> str:
+        return quote(value, safe="")
+
+
+def split_article_path(rest: str, *, raw: bool) -> tuple[str, str] | None:
+    """``rest`` (the path after PREFIX) -> ``(id, operation)``; operation "" is the article.
+
+    Args:
+        rest: as sent (``raw``: percent-escapes still in, latin-1 WSGI string) or decoded.
+
+    Returns:
+        None when ``rest`` holds no id or its escapes are not UTF-8 (left to the router).
+    """
+    operation = ""
+    for name in OPERATIONS:
+        if rest.endswith("/" + name) and len(rest) > len(name) + 1:
+            rest, operation = rest[: -len(name) - 1], name
+            break
+    if not rest:
+        return None
+    data = rest.encode("latin-1", "replace")
+    try:
+        return (_decode(data) if raw else data.decode("utf-8")), operation
+    except UnicodeDecodeError:
+        return None
+
+
+def _decode(data: bytes) -> str:
+    return unquote_to_bytes(data).decode("utf-8")
+
+
+class ArticlePaths:
+    """WSGI middleware: an article path's id becomes one percent-encoded segment of PATH_INFO."""
+
+    def __init__(self, app: WSGIApplication) -> None:
+        self.app = app
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path.startswith(PREFIX):
+            found = _split(environ, path)
+            if found is not None:
+                article, operation = found
+                routed = PREFIX + quote(article, safe="") + ("/" + operation if operation else "")
+                environ = {**environ, "PATH_INFO": routed}
+        return self.app(environ, start_response)
+
+
+def _split(environ: dict[str, Any], path: str) -> tuple[str, str] | None:
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if raw:
+        raw_path = urlsplit(raw).path
+        at = raw_path.find(PREFIX)
+        if at >= 0 and _same_path(raw_path[at:], path):
+            return split_article_path(raw_path[at + len(PREFIX) :], raw=True)
+    return split_article_path(path[len(PREFIX) :], raw=False)
+
+
+def _same_path(raw_path: str, path: str) -> bool:
+    """The raw path decodes to PATH_INFO (else a proxy rewrote one of them: trust PATH_INFO)."""
+    try:
+        return unquote_to_bytes(raw_path.encode("latin-1")) == path.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
