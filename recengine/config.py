@@ -159,6 +159,10 @@ class WebSettings(_Section):
     workers: int = Field(default=2, ge=1, le=64)
     threads: int = Field(default=4, ge=1, le=64)
     timeout_seconds: int = Field(default=30, ge=1, le=3600)
+    header_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
+    body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    keepalive_seconds: int = Field(default=5, ge=0, le=3600)
+    queue_timeout_seconds: float = Field(default=0.25, gt=0, le=3600)
     public_reads: bool = True
     cors_origins: tuple[str, ...] = ()
     max_body_bytes: int = Field(default=16_000_000, ge=1_000)

@@ -2,8 +2,10 @@
 
 gunicorn's master process binds the socket and forks ``--workers`` processes; each builds its
 own app with ``recengine.web:create_app(settings)`` (named by string: ``cli`` and ``web`` are
-separate edges and never import each other) and serves with ``--threads`` threads ("gthread"
-workers: keep-alive connections, and one slow client does not hold a whole process). Every
+separate edges and never import each other) and serves with ``--threads`` threads in
+recengine's worker (``recengine.web.worker``: requests are read whole on an event loop before a
+thread runs them, overload is shed, long requests are cut; ``recengine.web.server`` holds the
+gunicorn settings, shared with ``gunicorn -c python:recengine.web.gunicorn_conf``). Every
 worker reads the same database, so a write through one is visible to all (each worker's
 related-articles index catches up with SQL before it answers, ``related.sync_interval_s``).
 """
@@ -22,6 +24,7 @@ from recengine.config import Settings
 from recengine.storage.migrate import check_schema
 
 APP_FACTORY = "recengine.web:create_app"
+SERVER_OPTIONS = "recengine.web.server:options"  # by name: cli and web do not import each other
 
 
 class Server(BaseApplication):  # type: ignore[misc]
@@ -41,9 +44,13 @@ class Server(BaseApplication):  # type: ignore[misc]
             self.cfg.set("control_socket_disable", True)
 
     def load(self) -> Any:
-        module, name = APP_FACTORY.split(":")
-        factory: Callable[[Settings], Any] = getattr(importlib.import_module(module), name)
-        return factory(self.settings)
+        return _named(APP_FACTORY)(self.settings)
+
+
+def _named(target: str) -> Callable[[Settings], Any]:
+    module, name = target.split(":")
+    found: Callable[[Settings], Any] = getattr(importlib.import_module(module), name)
+    return found
 
 
 def run(ctx: CliContext, announce: str = "serving") -> None:
@@ -63,22 +70,11 @@ def run(ctx: CliContext, announce: str = "serving") -> None:
             click.echo("press Ctrl-C to stop")
 
     options = {
-        "bind": [f"{_bind_host(web.host)}:{web.port}"],
-        "workers": web.workers,
-        "threads": web.threads,
-        "worker_class": "gthread",
-        "timeout": web.timeout_seconds,
-        "graceful_timeout": 10,
-        "keepalive": 5,
-        "limit_request_line": 8190,  # gunicorn's maximum: long filter lists fit in a URL
+        **_named(SERVER_OPTIONS)(ctx.settings),
         "when_ready": when_ready,
         "proc_name": "recengine",
     }
     Server(ctx.settings, options).run()
-
-
-def _bind_host(host: str) -> str:
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def _display(host: str) -> str:

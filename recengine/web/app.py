@@ -21,7 +21,7 @@ from recengine.errors import InvalidRequest
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import check_schema
 from recengine.text.tokenize import Tokenizer
-from recengine.web import articles, errors, health, pages, users
+from recengine.web import articles, deadline, errors, health, pages, users
 from recengine.web.auth import ApiJSONProvider, ApiRequest
 from recengine.web.paths import ArticlePaths, IdConverter
 from recengine.web.routing import ApiPlugin, Router
@@ -57,7 +57,9 @@ def create_app(settings: Settings | None = None, *, tokenizer: Tokenizer | None 
     engine = make_engine(settings.resolved_database_url)
     check_schema(engine)
     models = build_models(settings)
-    init_services(app, Services(settings, engine, make_session_factory(engine), models, tokenizer))
+    services = Services(settings, engine, make_session_factory(engine), models, tokenizer)
+    init_services(app, services)
+    deadline.init_app(app, services)
     errors.init_app(app)
     router = Router(app, _spec(), settings)
     articles.init_app(router, models)

@@ -68,6 +68,12 @@ class Unavailable(RecengineError):
     code = "unavailable"
 
 
+class TimedOut(RecengineError):
+    """The request ran past its deadline (``web.timeout_seconds``); its writes were rolled back."""
+
+    code = "timeout"
+
+
 STATUS: dict[type[RecengineError], int] = {
     InvalidJson: 400,
     AuthRequired: 401,
@@ -80,6 +86,7 @@ STATUS: dict[type[RecengineError], int] = {
     ModelMissing: 503,
     SchemaOutOfDate: 503,
     Unavailable: 503,
+    TimedOut: 503,
 }
 
 # Werkzeug's own errors (routing, body size, media type), by status.
@@ -130,6 +137,10 @@ def responses(
     if unavailable is not None:
         codes[f"HTTP_{status_of(Unavailable)}"] = unavailable
     return Response(**codes)
+
+
+def too_large_message(limit: object) -> str:
+    return f"request body over the limit of {limit} bytes (web.max_body_bytes)"
 
 
 def error_response(code: str, message: str, status: int) -> tuple[FlaskResponse, int]:
@@ -189,8 +200,7 @@ def _http_error(exc: HTTPException) -> ResponseReturnValue:
     code = HTTP_CODES.get(status, f"http_{status}")
     message = exc.description or exc.name
     if status == 413:
-        limit = current_app.config.get("MAX_CONTENT_LENGTH")
-        message = f"request body over the limit of {limit} bytes (web.max_body_bytes)"
+        message = too_large_message(current_app.config.get("MAX_CONTENT_LENGTH"))
     elif status == 404:
         message = "no such endpoint"
     body, _ = error_response(code, message, status)

@@ -12,6 +12,8 @@ from recengine.web.routing import Router
 from recengine.web.schemas import DatabaseHealth, HealthOut, IndexHealth
 from recengine.web.services import discard_session, services, session
 
+HEALTH_PATH = "/api/v1/health"
+
 
 def health() -> HealthOut | tuple[HealthOut, int]:
     """Database reachability, the change sequence, and this worker's index and its lag.
@@ -59,7 +61,7 @@ def related_index(state: State) -> IndexHealth:
 
 def init_app(router: Router) -> None:
     router.add(
-        "/api/v1/health",
+        HEALTH_PATH,
         health,
         method="GET",
         write=None,

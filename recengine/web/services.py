@@ -83,6 +83,14 @@ def init_app(app: Flask, services: Services) -> None:
     app.teardown_appcontext(_close_session)
 
 
+def settings_of(app: object) -> Settings | None:
+    """The settings of a recengine app (None for any other WSGI app, e.g. one wrapped in
+    middleware that hides it)."""
+    extensions = getattr(app, "extensions", None)
+    found = extensions.get(EXTENSION) if isinstance(extensions, dict) else None
+    return found.settings if isinstance(found, Services) else None
+
+
 def services() -> Services:
     """The services of the app handling the current request."""
     found: Services = current_app.extensions[EXTENSION]

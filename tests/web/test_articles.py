@@ -214,3 +214,14 @@ def test_database_down_is_503(client: FlaskClient, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(views, "get_article", down)
     body = assert_error(client.get("/api/v1/articles/a1"), 503, "unavailable")
     assert "refused" not in body["error"]["message"]
+
+
+def test_a_request_past_its_deadline_commits_nothing(client: FlaskClient) -> None:
+    """What recengine's worker relies on when it cuts a request (recengine.web.deadline)."""
+    import time
+
+    past = {"recengine.deadline": time.monotonic() - 1.0}
+    response = client.post("/api/v1/articles", json=record(1), headers=AUTH, environ_base=past)
+    assert_error(response, 503, "timeout")
+    assert_error(client.get("/api/v1/articles/a1"), 404, "not_found")
+    assert post(client, record(1)).status_code == 200  # without a past deadline it goes in

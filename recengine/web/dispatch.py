@@ -1,0 +1,132 @@
+"""One complete request through gunicorn's parser and the WSGI app, on a worker thread.
+
+The front (:mod:`recengine.web.front`) has read the request's bytes; here gunicorn's own
+``RequestParser`` parses them (from memory: it never waits on a client), ``gunicorn.http.wsgi``
+builds the environ and the response, and the app runs. The response is collected in memory
+and handed back to the event loop, which writes it to the client within its deadline; a thread
+never touches a client's socket. gunicorn's parse errors (an invalid request line or header,
+a line or header over its limits) are answered with the JSON error body, not gunicorn's HTML.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from gunicorn.http import RequestParser, wsgi
+from gunicorn.http import errors as http_errors
+
+from recengine.web.deadline import DEADLINE_KEY
+from recengine.web.front import CONTINUE, error_response
+
+log = logging.getLogger(__name__)
+
+
+# gunicorn's parse errors -> (status, code); every other ParseException is a 400.
+PARSE_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
+    (http_errors.LimitRequestLine, 414, "uri_too_long"),
+    (http_errors.LimitRequestHeaders, 431, "headers_too_large"),
+    (http_errors.UnsupportedTransferCoding, 501, "not_implemented"),
+    (http_errors.ExpectationFailed, 417, "expectation_failed"),
+    (http_errors.ForbiddenProxyRequest, 403, "forbidden"),
+    (http_errors.ConfigurationProblem, 500, "internal"),
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What to send back, and whether the connection may serve another request."""
+
+    data: bytes
+    keep_alive: bool
+
+
+class _Sink:
+    """The socket gunicorn's response writes to: it keeps the bytes for the event loop."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def sendall(self, data: bytes) -> None:
+        self.parts.append(bytes(data))
+
+    def send(self, data: bytes) -> int:
+        if data != CONTINUE:  # the front has answered Expect: 100-continue already
+            self.parts.append(bytes(data))
+        return len(data)
+
+
+def parse_error(exc: Exception) -> bytes:
+    """gunicorn's answer to a request it cannot parse, as the JSON error body."""
+    status, code = 400, "bad_request"
+    for cls, error_status, error_code in PARSE_ERRORS:
+        if isinstance(exc, cls):
+            status, code = error_status, error_code
+            break
+    return error_response(status, code, str(exc) or type(exc).__name__)
+
+
+def serve(
+    worker: Any,
+    app: Callable[..., Any],
+    data: bytes,
+    client: Any,
+    server: Any,
+    *,
+    deadline: float,
+    keep_alive: bool,
+) -> Outcome:
+    """Run the request in ``data`` (head and body, complete) through ``app``.
+
+    Args:
+        worker: the gunicorn worker (its config, logger and request hooks).
+        deadline: ``time.monotonic()`` past which the app commits nothing (``DEADLINE_KEY``).
+        keep_alive: False: the response says ``Connection: close`` (worker stopping, or
+            keep-alive off).
+    """
+    cfg = worker.cfg
+    try:
+        request = next(RequestParser(cfg, [data], client))
+    except StopIteration:
+        return Outcome(b"", False)
+    except http_errors.ParseException as exc:
+        log.warning("invalid request from %s: %s", client, exc)
+        return Outcome(parse_error(exc), False)
+    sink = _Sink()
+    response = None
+    environ: dict[str, Any] = {}
+    started = datetime.now()
+    try:
+        cfg.pre_request(worker, request)
+        response, environ = wsgi.create(request, sink, client, server, cfg)
+        environ["wsgi.multithread"] = True
+        environ[DEADLINE_KEY] = deadline
+        if not keep_alive:
+            response.force_close()
+        _run_app(app, environ, response)
+        worker.log.access(response, request, environ, datetime.now() - started)
+    except Exception:
+        log.exception("error handling %s %s", request.method, request.uri)
+        if response is not None and response.headers_sent:
+            return Outcome(b"".join(sink.parts), False)  # cut short: the client sees it end
+        return Outcome(error_response(500, "internal", "internal error"), False)
+    finally:
+        try:
+            cfg.post_request(worker, request, environ, response)
+        except Exception:
+            log.exception("error in the post_request hook")
+    return Outcome(b"".join(sink.parts), not response.should_close())
+
+
+def _run_app(app: Callable[..., Any], environ: dict[str, Any], response: Any) -> None:
+    body = app(environ, response.start_response)
+    try:
+        for chunk in body:  # a file wrapper too: written as its chunks, never with sendfile
+            response.write(chunk)
+        response.close()
+    finally:
+        if hasattr(body, "close"):
+            body.close()

@@ -1,0 +1,214 @@
+"""Reading one HTTP/1.1 request whole, on an event loop, with deadlines (recengine's worker).
+
+A thread that reads a request from a socket is held as long as the client takes to send it:
+a dozen clients that send half a header, or an upload's first bytes, and stop, hold every
+thread of a gunicorn gthread worker and nothing else is answered. Here the request line,
+headers and body are read on the worker's event loop (a coroutine per connection, no thread),
+within ``header_timeout`` and ``body_timeout``, and only a complete request goes to a thread.
+
+This module only *frames* a request: it finds where the head ends (``CRLF CRLF``) and where
+the body ends (``Content-Length``, or the chunked encoding's last chunk), and refuses what
+cannot be framed safely. gunicorn's own parser then parses the bytes, as it would from the
+socket (:mod:`recengine.web.dispatch`), so header rules and limits are gunicorn's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from email.utils import formatdate
+
+from recengine.web.errors import too_large_message
+
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+REASONS = {
+    400: "Bad Request",
+    403: "Forbidden",
+    408: "Request Timeout",
+    413: "Content Too Large",
+    414: "URI Too Long",
+    417: "Expectation Failed",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+    503: "Service Unavailable",
+}
+# Heads above this are refused (431) before gunicorn's own, larger, limits are reached: a slow
+# client's unfinished head is buffered, so its size bounds the memory a connection can take.
+MAX_HEAD_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may take. Seconds; bytes."""
+
+    header_timeout: float
+    body_timeout: float
+    keepalive: float
+    max_line: int
+    max_head: int
+    max_body: int
+
+
+class HttpError(Exception):
+    """A request answered by the front itself (the JSON error body); the connection closes."""
+
+    def __init__(self, status: int, code: str, message: str, retry_after: int | None = None):
+        super().__init__(message)
+        self.status, self.code, self.message, self.retry_after = status, code, message, retry_after
+
+    def response(self) -> bytes:
+        headers = {} if self.retry_after is None else {"Retry-After": str(self.retry_after)}
+        return error_response(self.status, self.code, self.message, headers)
+
+
+def error_response(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> bytes:
+    """A complete ``Connection: close`` response with the JSON error body."""
+    body = json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False).encode()
+    lines = [
+        f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}",
+        f"Date: {formatdate(usegmt=True)}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(body)}",
+        "Connection: close",
+        "X-Content-Type-Options: nosniff",
+        *(f"{name}: {value}" for name, value in (headers or {}).items()),
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+@dataclass(frozen=True)
+class Head:
+    """The request line and headers as sent, and what framing needs of them."""
+
+    raw: bytes
+    method: str
+    path: str
+    length: int
+    chunked: bool
+    expect_continue: bool
+
+
+async def read_head(reader: asyncio.StreamReader, limits: Limits, *, first: bool) -> Head | None:
+    """The next request's head; None when the client closed or idled past keep-alive.
+
+    The first request of a connection has ``header_timeout`` from the connection; a later one
+    waits up to ``keepalive`` for its first byte, then has ``header_timeout`` for the rest.
+
+    Raises:
+        HttpError: 408 past the deadline, 414/431 over a limit, 400 when it cannot be framed.
+    """
+    if not first:
+        try:
+            start = await asyncio.wait_for(reader.read(1), limits.keepalive)
+        except TimeoutError:
+            return None
+        if not start:
+            return None
+    else:
+        start = b""
+    try:
+        async with asyncio.timeout(limits.header_timeout):
+            raw = start + await reader.readuntil(b"\r\n\r\n")
+    except TimeoutError:
+        raise HttpError(408, "request_timeout", _late("headers", limits.header_timeout)) from None
+    except asyncio.LimitOverrunError:
+        raise HttpError(431, "headers_too_large", "request line and headers too large") from None
+    except asyncio.IncompleteReadError as exc:
+        if exc.partial.strip() or start.strip():
+            raise HttpError(400, "bad_request", "the request ended inside its headers") from None
+        return None
+    return _frame(raw, limits)
+
+
+def _frame(raw: bytes, limits: Limits) -> Head:
+    line, _, rest = raw.lstrip(b"\r\n").partition(b"\r\n")
+    if len(line) > limits.max_line:
+        raise HttpError(414, "uri_too_long", f"request line over {limits.max_line} bytes")
+    parts = line.split(b" ")
+    method = parts[0].decode("latin-1")
+    path = parts[1].decode("latin-1") if len(parts) > 1 else ""
+    lengths: set[bytes] = set()
+    codings: list[bytes] = []
+    expect = False
+    for header in rest.split(b"\r\n"):
+        name, _, value = header.partition(b":")
+        name, value = name.strip().lower(), value.strip()
+        if name == b"content-length":
+            lengths.add(value)
+        elif name == b"transfer-encoding":
+            codings += [c.strip().lower() for c in value.split(b",")]
+        elif name == b"expect":
+            expect = value.lower() == b"100-continue"
+    if codings and lengths:
+        raise HttpError(400, "bad_request", "both Content-Length and Transfer-Encoding")
+    if len(lengths) > 1 or not all(v.isdigit() for v in lengths):
+        raise HttpError(400, "bad_request", "invalid Content-Length")
+    if codings and codings[-1] != b"chunked":
+        raise HttpError(501, "not_implemented", "only the chunked transfer coding is supported")
+    length = int(lengths.pop()) if lengths else 0
+    if length > limits.max_body:
+        raise HttpError(413, "too_large", too_large_message(limits.max_body))
+    return Head(raw, method, path, length, bool(codings), expect)
+
+
+async def read_body(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, head: Head, limits: Limits
+) -> bytes:
+    """The body as sent (still chunked if it was), within ``body_timeout``.
+
+    Raises:
+        HttpError: 408 past the deadline, 413 over ``max_body``, 400 for a broken chunk.
+    """
+    if not head.chunked and not head.length:
+        return b""
+    if head.expect_continue:
+        writer.write(CONTINUE)
+    try:
+        async with asyncio.timeout(limits.body_timeout):
+            if not head.chunked:
+                return await reader.readexactly(head.length)
+            return await _read_chunked(reader, limits.max_body)
+    except TimeoutError:
+        raise HttpError(408, "request_timeout", _late("body", limits.body_timeout)) from None
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+        raise HttpError(400, "bad_request", "the request ended inside its body") from None
+
+
+async def _read_chunked(reader: asyncio.StreamReader, limit: int) -> bytes:
+    """RFC 9112 7.1: ``size[;ext] CRLF data CRLF`` ... ``0 CRLF [trailers] CRLF``."""
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        line = await reader.readuntil(b"\r\n")
+        size_field = line.split(b";", 1)[0].strip()
+        try:
+            size = int(size_field, 16)
+        except ValueError:
+            raise HttpError(400, "bad_request", "invalid chunk size") from None
+        if size < 0 or not size_field.isalnum():
+            raise HttpError(400, "bad_request", "invalid chunk size")
+        total += size
+        if total > limit:
+            raise HttpError(413, "too_large", too_large_message(limit))
+        parts.append(line)
+        if size == 0:
+            break
+        data = await reader.readexactly(size + 2)
+        if data[-2:] != b"\r\n":
+            raise HttpError(400, "bad_request", "chunk not followed by CRLF")
+        parts.append(data)
+    while (trailer := await reader.readuntil(b"\r\n")) != b"\r\n":
+        total += len(trailer)
+        if total > limit:
+            raise HttpError(413, "too_large", too_large_message(limit))
+        parts.append(trailer)
+    parts.append(b"\r\n")
+    return b"".join(parts)
+
+
+def _late(part: str, seconds: float) -> str:
+    return f"the request's {part} did not arrive within {seconds:g} s"

@@ -1,0 +1,278 @@
+"""recengine's gunicorn worker: slow clients cost no thread, overload is shed, long requests cut.
+
+``recengine serve`` runs it; plain gunicorn gets it with
+``gunicorn -c python:recengine.web.gunicorn_conf 'recengine.web:create_app()'``.
+
+Why not gthread: its threads read the request from the socket, so 12 stalled uploads (or 16
+half-sent headers) held every thread of a two-worker server and health checks timed out for
+as long as the clients kept their connections; its ``timeout`` is a heartbeat of the worker's
+main loop, which a thread stuck in a 90 s request does not stop, so nothing was cut. Here:
+
+* an event loop per worker accepts connections and reads each request whole
+  (:mod:`recengine.web.front`: ``web.header_timeout_seconds``, ``web.body_timeout_seconds``,
+  408 past them); only a complete request goes to one of ``threads`` threads
+  (:mod:`recengine.web.dispatch`), and the loop writes the answer back;
+* a request waits for a thread at most ``web.queue_timeout_seconds``, else 503 ``overloaded``
+  with ``Retry-After`` (:mod:`recengine.web.slots`); health checks skip the queue;
+* a request still running after ``timeout`` (``web.timeout_seconds``) is answered 503
+  ``timeout``; it can commit nothing after its deadline (:mod:`recengine.web.deadline`), and
+  the worker, which cannot stop a Python thread, finishes its other requests and exits for
+  gunicorn to start a fresh one;
+* a worker that holds more connections waits a little before accepting (0.5 ms per open
+  connection, at most 20 ms), so an idle worker takes the next one: kept-alive connections
+  spread over the workers instead of piling onto the first that woke.
+
+Not supported (refused at start): TLS, the PROXY protocol and uwsgi (put them in a proxy).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gunicorn.workers import base
+
+from recengine.config import load_settings
+from recengine.web import dispatch
+from recengine.web.dispatch import Outcome
+from recengine.web.front import (
+    MAX_HEAD_BYTES,
+    HttpError,
+    Limits,
+    error_response,
+    read_body,
+    read_head,
+)
+from recengine.web.health import HEALTH_PATH
+from recengine.web.services import settings_of
+from recengine.web.slots import Slots
+
+ACCEPT_DELAY_PER_CONNECTION = 0.0005
+ACCEPT_DELAY_MAX = 0.02
+RETRY_AFTER_S = 1
+
+
+class _Pool:
+    """``size`` daemon threads running jobs (daemon: a stuck job must not keep a worker alive)."""
+
+    def __init__(self, size: int) -> None:
+        self.jobs: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[[], Any]]]
+        self.jobs = queue.SimpleQueue()
+        for n in range(size):
+            threading.Thread(target=self._work, name=f"recengine-{n}", daemon=True).start()
+
+    def submit(self, job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self.jobs.put((future, job))
+        return future
+
+    def _work(self) -> None:
+        while True:
+            future, job = self.jobs.get()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(job())
+                except BaseException as exc:  # handed to the loop, which logs it
+                    future.set_exception(exc)
+
+
+class Worker(base.Worker):  # type: ignore[misc]
+    """See the module docstring."""
+
+    @classmethod
+    def check_config(cls, cfg: Any, log: Any) -> None:
+        if cfg.is_ssl or getattr(cfg, "protocol", "http") != "http" or _proxy_protocol(cfg):
+            raise SystemExit(
+                "recengine's worker serves plain HTTP/1.1: terminate TLS, the PROXY protocol "
+                "or uwsgi in a proxy in front of it"
+            )
+
+    def run(self) -> None:
+        settings = settings_of(self.wsgi) or load_settings()
+        web = settings.web
+        line = self.cfg.limit_request_line or MAX_HEAD_BYTES
+        self.limits = Limits(
+            header_timeout=web.header_timeout_seconds,
+            body_timeout=web.body_timeout_seconds,
+            keepalive=float(self.cfg.keepalive),
+            max_line=line,
+            max_head=MAX_HEAD_BYTES,
+            max_body=web.max_body_bytes,
+        )
+        self.slots = Slots(self.cfg.threads, web.queue_timeout_seconds)
+        self.pool = _Pool(self.cfg.threads)
+        self.connections = 0
+        self.idle: set[asyncio.Task[None]] = set()
+        asyncio.run(self._serve())
+
+    # -- the loop ------------------------------------------------------------------------
+
+    async def _serve(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.wake = asyncio.Event()
+        self.loop.add_reader(self.PIPE[0], self._signalled)
+        self.tasks: set[asyncio.Task[None]] = set()
+        self._accepting(True)
+        while self.alive and self.ppid == os.getppid():
+            self.notify()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), 1.0)
+        await self._stop()
+
+    def _signalled(self) -> None:
+        with contextlib.suppress(OSError):
+            os.read(self.PIPE[0], 4096)
+        if not self.alive:
+            self.wake.set()
+
+    def _stopping(self) -> None:
+        self.alive = False
+        self.wake.set()
+
+    async def _stop(self) -> None:
+        """Stop accepting, close idle connections, let running requests finish (graceful)."""
+        self._accepting(False)
+        for task in list(self.idle):
+            task.cancel()
+        deadline = time.monotonic() + self.cfg.graceful_timeout
+        while self.connections and time.monotonic() < deadline:
+            self.notify()
+            await asyncio.sleep(0.05)
+
+    # -- accepting -----------------------------------------------------------------------
+
+    def _accepting(self, on: bool) -> None:
+        for listener in self.sockets:
+            if on:
+                listener.setblocking(False)
+                self.loop.add_reader(listener.fileno(), self._readable, listener)
+            else:
+                self.loop.remove_reader(listener.fileno())
+
+    def _readable(self, listener: Any) -> None:
+        """A connection is waiting: take it now if idle, else after the others had a chance."""
+        delay = min(ACCEPT_DELAY_PER_CONNECTION * self.connections, ACCEPT_DELAY_MAX)
+        if delay <= 0:
+            self._accept(listener)
+            return
+        self._accepting(False)
+        self.loop.call_later(delay, self._accept, listener)
+
+    def _accept(self, listener: Any) -> None:
+        try:
+            sock, client = listener.accept()
+        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+            pass  # another worker took it
+        else:
+            sock.setblocking(False)
+            task = self.loop.create_task(self._connection(sock, client, listener.getsockname()))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+        self._accepting(self.alive and self.connections < self.cfg.worker_connections)
+
+    # -- connections ---------------------------------------------------------------------
+
+    async def _connection(self, sock: socket.socket, client: Any, server: Any) -> None:
+        self.connections += 1
+        try:
+            reader, writer = await asyncio.open_connection(sock=sock, limit=self.limits.max_head)
+            try:
+                await self._requests(reader, writer, client, server)
+            finally:
+                writer.close()
+        except (OSError, asyncio.CancelledError):
+            pass
+        finally:
+            self.connections -= 1
+            if self.alive and self.connections < self.cfg.worker_connections:
+                self._accepting(True)
+
+    async def _requests(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client: Any, server: Any
+    ) -> None:
+        first = True
+        task = asyncio.current_task()
+        assert task is not None
+        while self.alive or first:
+            self.idle.add(task)
+            try:
+                head = await read_head(reader, self.limits, first=first)
+                self.idle.discard(task)
+                if head is None:
+                    return
+                data = head.raw + await read_body(reader, writer, head, self.limits)
+            except HttpError as exc:
+                await self._send(writer, exc.response())
+                return
+            finally:
+                self.idle.discard(task)
+            outcome = await self._dispatch(head.path, data, client, server)
+            await self._send(writer, outcome.data)
+            if not outcome.keep_alive:
+                return
+            first = False
+
+    async def _send(self, writer: asyncio.StreamWriter, data: bytes) -> None:
+        writer.write(data)
+        try:
+            await asyncio.wait_for(writer.drain(), self.limits.body_timeout)
+        except TimeoutError:
+            writer.transport.abort()  # the client does not read: drop it
+
+    # -- requests ------------------------------------------------------------------------
+
+    async def _dispatch(self, path: str, data: bytes, client: Any, server: Any) -> Outcome:
+        health = path.split("?", 1)[0] == HEALTH_PATH
+        if not await self.slots.acquire(priority=health):
+            message = "the server is busy: try again shortly"
+            headers = {"Retry-After": str(RETRY_AFTER_S)}
+            return Outcome(error_response(503, "overloaded", message, headers), False)
+        timeout = float(self.cfg.timeout)
+        deadline = time.monotonic() + timeout
+        keep_alive = self.alive and self.limits.keepalive > 0
+
+        def job() -> Outcome:
+            return dispatch.serve(
+                self, self.wsgi, data, client, server, deadline=deadline, keep_alive=keep_alive
+            )
+
+        future = asyncio.wrap_future(self.pool.submit(job))
+        future.add_done_callback(lambda _: self.slots.release())
+        self._count_request()
+        done, _ = await asyncio.wait([future], timeout=timeout)
+        if not done:
+            return self._cut(path, timeout)
+        outcome: Outcome = future.result()
+        return outcome
+
+    def _cut(self, path: str, timeout: float) -> Outcome:
+        self.log.error(
+            "request %s still running after %g s (timeout): answered 503, restarting worker",
+            path,
+            timeout,
+        )
+        self._stopping()
+        message = (
+            f"the request ran longer than {timeout:g} s (web.timeout_seconds) and was stopped;"
+            " nothing it wrote was kept"
+        )
+        return Outcome(error_response(503, "timeout", message), False)
+
+    def _count_request(self) -> None:
+        self.nr += 1
+        if self.nr >= self.max_requests and self.alive:
+            self.log.info("autorestarting worker after %s requests", self.nr)
+            self._stopping()
+
+
+def _proxy_protocol(cfg: Any) -> bool:
+    value = getattr(cfg, "proxy_protocol", False)
+    return value not in (False, None, "off", "none", "")
