@@ -6,21 +6,30 @@ Data (``--corpus``), kept in a SQLite database and reused (``--db``):
   real documents of ../shared/data by ``bench.related_synthetic`` (the corpus of
   ``bench.related_speed``: mixtures of real articles of one category, a vocabulary that grows
   with the corpus), stored with their features as ingest + reindex would;
+* ``real``: ``--articles`` (at most 2,529) of the real documents, drawn without replacement,
+  ingested and reindexed: real text at real lengths;
 * ``resampled``: the real documents themselves, resampled with replacement, ingested and
   reindexed: every article then has ~40 exact copies at 100k, a stress case for suppression
   that no real site looks like.
 
-For each ``--workers`` count, ``recengine serve`` runs as a real process (gthread workers) and an
-open-loop generator (bench/loadgen.py, same machine) sends ``--rate`` requests/s for
-``--seconds`` to random articles, after a warm-up. Side by side, in the same run:
+For each ``--servers`` worker class (``recengine``: recengine's worker, what ``recengine serve``
+runs; ``gthread``: gunicorn's, the reference) and ``--workers`` count, gunicorn runs as a real
+process with recengine's settings (``-c python:recengine.web.gunicorn_conf``) and an open-loop
+generator (bench/loadgen.py, same machine) sends ``--rate`` requests/s for ``--seconds`` to
+random articles, after a warm-up. Side by side, in the same run:
 
 * ``/api/v1/health`` at the same rate through the same server: the HTTP + gunicorn floor;
 * the same requests through Flask's test client in this process, one at a time: the cost of
   the application alone, without sockets or workers.
 
+Columns: answered and accepted (200) requests per second, latency of every answer, p99 of the
+accepted ones ("ok p99": what overload does to the requests a server takes), the share
+answered 503 (shed), errors (any other status, or no answer), and answers per worker process.
+
 Usage::
 
     python -m bench.api_load [--articles 100000] [--workers 2 4] [--rate 200] [--seconds 30]
+        [--servers recengine gthread] [--keepalive]
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -84,16 +94,20 @@ def build(settings: Settings, db: Path, n: int, corpus: str) -> None:
 
         write_database(db, settings, n)
     else:
-        ingest_resampled(settings, n)
+        ingest_real(settings, n, resampled=corpus == "resampled")
     print(f"built {n} {corpus} articles in {time.perf_counter() - t0:.0f} s")
 
 
-def ingest_resampled(settings: Settings, n: int) -> None:
+def ingest_real(settings: Settings, n: int, *, resampled: bool) -> None:
     engine = make_engine(settings.resolved_database_url)
     upgrade(engine)
     factory = make_session_factory(engine)
     featurizer = Featurizer(settings)
-    records = (d.record() for d in resample(real_docs(), n))
+    docs = real_docs()
+    if not resampled and n > len(docs):
+        raise SystemExit(f"--corpus real has {len(docs)} documents: ask for at most that many")
+    chosen = resample(docs, n) if resampled else random.Random(5).sample(docs, n)
+    records = (d.record() for d in chosen)
     Ingester(factory, featurizer).ingest_records(records)
     reindex(factory=factory, featurizer=featurizer, batch_size=2_000)
     engine.dispose()
@@ -107,9 +121,14 @@ def sample_ids(settings: Settings, count: int, seed: int) -> list[str]:
     return random.Random(seed).sample(ids, min(count, len(ids)))
 
 
+WORKER_CLASSES = {"recengine": "recengine.web.worker.Worker", "gthread": "gthread"}
+LISTENING = re.compile(r"Listening at: (http://\S+)")
+
+
 @contextmanager
-def server(settings: Settings, workers: int, threads: int) -> Iterator[str]:
-    """``recengine serve`` on a free port; yields its base URL."""
+def server(settings: Settings, workers: int, threads: int, kind: str) -> Iterator[str]:
+    """gunicorn with recengine's settings (``-c python:recengine.web.gunicorn_conf``, what
+    ``recengine serve`` runs) and the worker class ``kind``; yields its base URL."""
     env = {
         **os.environ,
         **SERVER_ENV,
@@ -118,29 +137,34 @@ def server(settings: Settings, workers: int, threads: int) -> Iterator[str]:
     }
     command = [
         sys.executable,
+        "-m",
+        "gunicorn",
         "-c",
-        "from recengine.cli import main; main()",
-        "serve",
-        "--port",
-        "0",
+        "python:recengine.web.gunicorn_conf",
+        "--bind",
+        "127.0.0.1:0",
         "--workers",
         str(workers),
         "--threads",
         str(threads),
+        "--worker-class",
+        WORKER_CLASSES[kind],
+        "recengine.web:create_app()",
     ]
     process = subprocess.Popen(
         command,
         env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
     )
     try:
-        assert process.stdout is not None
-        for line in process.stdout:
-            if match := URL_LINE.search(line):
-                yield match.group(1).rstrip("/")
+        assert process.stderr is not None
+        for line in process.stderr:
+            if match := LISTENING.search(line):
+                threading.Thread(target=process.stderr.read, daemon=True).start()  # drain
+                yield match.group(1)
                 break
         else:
             raise SystemExit("the server did not start")
@@ -165,6 +189,7 @@ def in_process(settings: Settings, paths: list[str]) -> dict[str, float]:
         timings.append(time.perf_counter() - t0)
         result.statuses[status] = result.statuses.get(status, 0) + 1
     result.latencies, result.duration = timings, sum(timings)
+    result.ok_latencies = timings
     return result.summary()
 
 
@@ -177,7 +202,7 @@ def load(base: str, paths: list[str], rate: float, args: argparse.Namespace) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--articles", type=int, default=100_000)
-    parser.add_argument("--corpus", choices=["synthetic", "resampled"], default="synthetic")
+    parser.add_argument("--corpus", choices=["synthetic", "real", "resampled"], default="synthetic")
     parser.add_argument("--db", type=Path, default=None)
     parser.add_argument("--endpoint", choices=sorted(ENDPOINTS), default="related")
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 4])
@@ -189,6 +214,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=10.0)
     parser.add_argument(
         "--keepalive", action="store_true", help="reuse 64 connections (default: one per request)"
+    )
+    parser.add_argument(
+        "--servers",
+        nargs="+",
+        choices=sorted(WORKER_CLASSES),
+        default=["recengine"],
+        help="worker classes to run side by side (gthread: the reference)",
     )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanups on kill
@@ -204,28 +236,34 @@ def main() -> None:
     print(HEADER)
     rows: dict[str, Any] = {}
     add(rows, "in-process (test client, 1 thread)", in_process(settings, paths))
-    for workers in args.workers:
-        with server(settings, workers, args.threads) as base:
-            for rate in args.rate:
-                name = f"{args.endpoint}, {workers} workers, {rate:.0f}/s"
-                add(rows, name, load(base, paths, rate, args))
-            top = max(args.rate)
-            add(
-                rows,
-                f"health, {workers} workers, {top:.0f}/s",
-                load(base, ["/api/v1/health"], top, args),
-            )
+    for kind in args.servers:
+        for workers in args.workers:
+            with server(settings, workers, args.threads, kind) as base:
+                for rate in args.rate:
+                    name = f"{kind}: {args.endpoint}, {workers}w, {rate:.0f}/s"
+                    add(rows, name, load(base, paths, rate, args))
+                top = max(args.rate)
+                add(
+                    rows,
+                    f"{kind}: health, {workers}w, {top:.0f}/s",
+                    load(base, ["/api/v1/health"], top, args),
+                )
     report(args, rows)
 
 
-HEADER = f"{'':40} {'rps':>7} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8} {'errors':>7}"
+HEADER = (
+    f"{'':36} {'rps':>6} {'ok rps':>6} {'p50 ms':>7} {'p99 ms':>8} {'max ms':>8} "
+    f"{'ok p99':>8} {'shed':>6} {'errors':>6}  answers per worker"
+)
 
 
 def add(rows: dict[str, Any], name: str, r: dict[str, Any]) -> None:
     rows[name] = r
+    spread = "/".join(str(n) for n in r.get("workers", {}).values()) or "-"
     print(
-        f"{name:40} {r['throughput_rps']:7.1f} {r['p50_ms']:8.2f} {r['p90_ms']:8.2f} "
-        f"{r['p99_ms']:8.2f} {r['max_ms']:8.1f} {r['errors']:7d}",
+        f"{name:36} {r['throughput_rps']:6.1f} {r['ok_rps']:6.1f} {r['p50_ms']:7.2f} "
+        f"{r['p99_ms']:8.2f} {r['max_ms']:8.1f} {r['ok_p99_ms']:8.2f} "
+        f"{r['shed_share']:6.1%} {r['errors']:6d}  {spread}",
         flush=True,
     )
 

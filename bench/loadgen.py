@@ -20,54 +20,76 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
+
+SHED = 503  # the server's answer past capacity (with Retry-After): counted apart from errors
 
 
 @dataclass
 class Result:
-    """Latencies (seconds) of completed requests and what went wrong."""
+    """Latencies (seconds) of completed requests and what went wrong.
+
+    ``latencies`` are those of every answered request; ``ok_latencies`` those answered 200 (the
+    requests a server under overload accepted); ``workers`` counts answers per worker process
+    (the ``X-Recengine-Worker`` header), to see how evenly the kernel and the workers spread
+    the connections.
+    """
 
     scheduled: int = 0
     latencies: list[float] = field(default_factory=list)
+    ok_latencies: list[float] = field(default_factory=list)
+    shed_latencies: list[float] = field(default_factory=list)
     statuses: dict[int, int] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
+    workers: dict[str, int] = field(default_factory=dict)
     duration: float = 0.0
 
     @property
     def failed(self) -> int:
-        bad = sum(n for status, n in self.statuses.items() if status != 200)
+        """Answers other than 200 and 503, and requests that got no answer."""
+        bad = sum(n for status, n in self.statuses.items() if status not in (200, SHED))
         return bad + sum(self.errors.values())
 
-    def quantile(self, q: float) -> float:
-        if not self.latencies:
-            return float("nan")
-        ordered = sorted(self.latencies)
-        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-    def summary(self) -> dict[str, float]:
+    def summary(self) -> dict[str, Any]:
+        answered = len(self.latencies)
         return {
             "requests": self.scheduled,
-            "throughput_rps": len(self.latencies) / self.duration if self.duration else 0.0,
-            "p50_ms": self.quantile(0.50) * 1e3,
-            "p90_ms": self.quantile(0.90) * 1e3,
-            "p99_ms": self.quantile(0.99) * 1e3,
+            "throughput_rps": answered / self.duration if self.duration else 0.0,
+            "ok_rps": len(self.ok_latencies) / self.duration if self.duration else 0.0,
+            "p50_ms": quantile(self.latencies, 0.50) * 1e3,
+            "p90_ms": quantile(self.latencies, 0.90) * 1e3,
+            "p99_ms": quantile(self.latencies, 0.99) * 1e3,
             "max_ms": max(self.latencies, default=float("nan")) * 1e3,
             "mean_ms": statistics.fmean(self.latencies) * 1e3 if self.latencies else float("nan"),
+            "ok_p50_ms": quantile(self.ok_latencies, 0.50) * 1e3,
+            "ok_p99_ms": quantile(self.ok_latencies, 0.99) * 1e3,
+            "shed_p99_ms": quantile(self.shed_latencies, 0.99) * 1e3,
+            "shed_share": self.statuses.get(SHED, 0) / self.scheduled if self.scheduled else 0.0,
             "errors": self.failed,
+            "error_kinds": {**{str(k): v for k, v in self.statuses.items()}, **self.errors},
+            "workers": dict(sorted(self.workers.items())),
         }
+
+
+def quantile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 class _Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer = reader, writer
 
-    async def get(self, request: bytes, reuse: bool = True) -> int:
-        """Send one GET; read the status and the whole body (Content-Length)."""
+    async def get(self, request: bytes) -> tuple[int, str, bool]:
+        """Send one GET; read the whole answer (Content-Length): status, worker, closed."""
         self.writer.write(request)
         await self.writer.drain()
         status_line = await self.reader.readline()
         status = int(status_line.split(b" ", 2)[1])
-        length, close = 0, False
+        length, close, worker = 0, False, "?"
         while (line := await self.reader.readline()) not in (b"\r\n", b""):
             name, _, value = line.partition(b":")
             name = name.strip().lower()
@@ -75,10 +97,10 @@ class _Connection:
                 length = int(value)
             elif name == b"connection" and value.strip().lower() == b"close":
                 close = True
+            elif name == b"x-recengine-worker":
+                worker = value.strip().decode()
         await self.reader.readexactly(length)
-        if close and reuse:
-            raise ConnectionResetError("server closed a keep-alive connection")
-        return status
+        return status, worker, close
 
 
 async def _open(host: str, port: int) -> _Connection:
@@ -115,12 +137,18 @@ async def _run(
         try:
             if connection is None:
                 connection = await _open(host, port)
-            status = await connection.get(request, reuse=keepalive)
-            if not keepalive:
+            status, worker, closed = await connection.get(request)
+            if closed or not keepalive:  # a shed answer closes even a kept-alive connection
                 connection.writer.close()
                 connection = None
-            result.latencies.append(loop.time() - at)
+            took = loop.time() - at
+            result.latencies.append(took)
+            if status == 200:
+                result.ok_latencies.append(took)
+            elif status == SHED:
+                result.shed_latencies.append(took)
             result.statuses[status] = result.statuses.get(status, 0) + 1
+            result.workers[worker] = result.workers.get(worker, 0) + 1
         except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
             name = type(exc).__name__
             result.errors[name] = result.errors.get(name, 0) + 1

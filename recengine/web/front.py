@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from dataclasses import dataclass
 from email.utils import formatdate
 
@@ -75,6 +76,7 @@ def error_response(
         f"Content-Length: {len(body)}",
         "Connection: close",
         "X-Content-Type-Options: nosniff",
+        f"X-Recengine-Worker: {os.getpid()}",
         *(f"{name}: {value}" for name, value in (headers or {}).items()),
     ]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body

@@ -58,6 +58,7 @@ from recengine.web.slots import Slots
 ACCEPT_DELAY_PER_CONNECTION = 0.0005
 ACCEPT_DELAY_MAX = 0.02
 RETRY_AFTER_S = 1
+SHED_REPORT_S = 10.0
 
 
 class _Pool:
@@ -111,6 +112,7 @@ class Worker(base.Worker):  # type: ignore[misc]
         self.pool = _Pool(self.cfg.threads)
         self.connections = 0
         self.idle: set[asyncio.Task[None]] = set()
+        self.shed_reported, self.shed_report_at = 0, time.monotonic()
         asyncio.run(self._serve())
 
     # -- the loop ------------------------------------------------------------------------
@@ -123,9 +125,22 @@ class Worker(base.Worker):  # type: ignore[misc]
         self._accepting(True)
         while self.alive and self.ppid == os.getppid():
             self.notify()
+            self._report_shedding()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), 1.0)
         await self._stop()
+
+    def _report_shedding(self) -> None:
+        """A warning at most every SHED_REPORT_S while requests are being shed."""
+        now = time.monotonic()
+        if self.slots.shed > self.shed_reported and now - self.shed_report_at >= SHED_REPORT_S:
+            self.log.warning(
+                "overloaded: %d requests answered 503 in %.0f s (waited over %g s for a thread)",
+                self.slots.shed - self.shed_reported,
+                now - self.shed_report_at,
+                self.slots.budget,
+            )
+            self.shed_reported, self.shed_report_at = self.slots.shed, now
 
     def _signalled(self) -> None:
         with contextlib.suppress(OSError):

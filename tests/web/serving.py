@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 URL_LINE = re.compile(r" on (http://\S+/) ")
+GUNICORN_LINE = re.compile(r"Listening at: (http://\S+)")
 CLI = "from recengine.cli import main; main()"
 
 
@@ -33,14 +34,23 @@ class Served:
 
 
 @contextmanager
-def served(args: list[str], env: dict[str, str], timeout: float = 120) -> Iterator[Served]:
+def served(
+    args: list[str],
+    env: dict[str, str],
+    timeout: float = 120,
+    *,
+    command: list[str] | None = None,
+    url_line: re.Pattern[str] = URL_LINE,
+) -> Iterator[Served]:
     """Start ``recengine ARGS`` (which must print "... on http://host:port/ ..."), stop it after.
 
-    The process runs in its own process group; on exit it gets SIGTERM (gunicorn stops its
-    workers gracefully) and, if still alive after 30 s, SIGKILL to the group.
+    ``command`` (with ``url_line``, the pattern of the line naming its URL) starts something
+    else instead, e.g. plain gunicorn. The process runs in its own process group; on exit it
+    gets SIGTERM (gunicorn stops its workers gracefully) and, if still alive after 30 s,
+    SIGKILL to the group.
     """
     process = subprocess.Popen(
-        [sys.executable, "-c", CLI, *args],
+        command or [sys.executable, "-c", CLI, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -59,12 +69,14 @@ def served(args: list[str], env: dict[str, str], timeout: float = 120) -> Iterat
 
     threading.Thread(target=pump, daemon=True).start()
     try:
-        yield Served(_wait_for_url(lines, log, timeout), log)
+        yield Served(_wait_for_url(lines, log, timeout, url_line), log)
     finally:
         _stop(process)
 
 
-def _wait_for_url(lines: queue.Queue[str | None], log: list[str], timeout: float) -> str:
+def _wait_for_url(
+    lines: queue.Queue[str | None], log: list[str], timeout: float, url_line: re.Pattern[str]
+) -> str:
     deadline = time.monotonic() + timeout
     while (left := deadline - time.monotonic()) > 0:
         try:
@@ -73,7 +85,7 @@ def _wait_for_url(lines: queue.Queue[str | None], log: list[str], timeout: float
             break
         if line is None:
             raise AssertionError("the server exited:\n" + "\n".join(log))
-        if match := URL_LINE.search(line):
+        if match := url_line.search(line):
             return match.group(1)
     raise AssertionError(f"no URL printed within {timeout} s:\n" + "\n".join(log))
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import socket
 import sqlite3
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ from recengine.storage.migrate import upgrade
 from tests.conftest import make_settings
 from tests.factories import record
 from tests.web.conftest import AUTH, KEY
-from tests.web.serving import call, served
+from tests.web.serving import GUNICORN_LINE, call, served
 from tests.web.test_serve import server_env
 
 READ_TIMEOUT = 60.0  # per socket read: only a server that never answers reaches it
@@ -247,13 +246,12 @@ def wait_until_busy(base: str) -> None:
 
 
 def test_plain_gunicorn_with_the_config_module_gets_the_worker(
-    sqlite_settings: Settings, tmp_path: Path
+    sqlite_settings: Settings,
 ) -> None:
     env = {
         **server_env(sqlite_settings),
         "RECENGINE_WEB__HEADER_TIMEOUT_SECONDS": "1",
         "RECENGINE_WEB__PORT": "0",
-        "PATH": str(Path(sys.executable).parent),
     }
     command = [
         sys.executable,
@@ -265,20 +263,8 @@ def test_plain_gunicorn_with_the_config_module_gets_the_worker(
         "1",
         "recengine.web:create_app()",
     ]
-    process = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    try:
-        assert process.stdout is not None
-        url = ""
-        for line in process.stdout:
-            if "Listening at: " in line:
-                url = line.split("Listening at: ")[1].split(" ")[0]
-                break
-        assert url, "gunicorn did not start"
-        assert until_answered(url, "/api/v1/health").status == 200
-        status, _, body = exchange(url, b"GET /api/v1/health HTTP/1.1\r\nHost: x")
+    with served([], env, command=command, url_line=GUNICORN_LINE) as server:
+        assert "Using worker: recengine.web.worker.Worker" in "\n".join(server.log)
+        assert until_answered(server.url, "/api/v1/health").status == 200
+        status, _, body = exchange(server.url, b"GET /api/v1/health HTTP/1.1\r\nHost: x")
         assert (status, body["error"]["code"]) == (408, "request_timeout")
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
