@@ -204,7 +204,9 @@ class Worker(base.Worker):  # type: ignore[misc]
             finally:
                 writer.close()
         except (OSError, asyncio.CancelledError):
-            pass
+            pass  # the client went away, or the worker is stopping
+        except Exception:
+            self.log.exception("error serving a connection from %s", client)
         finally:
             self.connections -= 1
             if self.alive and self.connections < self.cfg.worker_connections:
@@ -245,7 +247,7 @@ class Worker(base.Worker):  # type: ignore[misc]
     # -- requests ------------------------------------------------------------------------
 
     async def _dispatch(self, path: str, data: bytes, client: Any, server: Any) -> Outcome:
-        health = path.split("?", 1)[0] == HEALTH_PATH
+        health = path.split("?", 1)[0].startswith(HEALTH_PATH)  # and any health sub-path
         if not await self.slots.acquire(priority=health):
             message = "the server is busy: try again shortly"
             headers = {"Retry-After": str(RETRY_AFTER_S)}
