@@ -116,6 +116,7 @@ async def _run(
     connections: int,
     seed: int,
     keepalive: bool,
+    timeout: float | None,
 ) -> Result:
     parts = urlsplit(base)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
@@ -135,9 +136,10 @@ async def _run(
         connection = await pool.get()
         request = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{close}\r\n".encode()
         try:
-            if connection is None:
-                connection = await _open(host, port)
-            status, worker, closed = await connection.get(request)
+            async with asyncio.timeout(timeout):
+                if connection is None:
+                    connection = await _open(host, port)
+                status, worker, closed = await connection.get(request)
             if closed or not keepalive:  # a shed answer closes even a kept-alive connection
                 connection.writer.close()
                 connection = None
@@ -150,8 +152,10 @@ async def _run(
             result.statuses[status] = result.statuses.get(status, 0) + 1
             result.workers[worker] = result.workers.get(worker, 0) + 1
         except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
-            name = type(exc).__name__
+            name = type(exc).__name__  # TimeoutError: no answer within `timeout`
             result.errors[name] = result.errors.get(name, 0) + 1
+            if connection is not None:
+                connection.writer.close()
             connection = None
         pool.put_nowait(connection)
 
@@ -179,10 +183,12 @@ def run(
     connections: int = 64,
     seed: int = 7,
     keepalive: bool = False,
+    timeout: float | None = None,
 ) -> Result:
     """Send ``rate`` GET requests per second for ``seconds`` to random ``paths`` of ``base``.
 
     At most ``connections`` requests are in flight; more wait (their latency counts from their
-    scheduled time).
+    scheduled time). ``timeout``: a request not answered within it (from when it got its
+    connection) counts as an error, ``TimeoutError``.
     """
-    return asyncio.run(_run(base, paths, rate, seconds, connections, seed, keepalive))
+    return asyncio.run(_run(base, paths, rate, seconds, connections, seed, keepalive, timeout))
