@@ -5,7 +5,8 @@ against ~220 of capacity, p99 reached 14 s and kept rising). Here a request wait
 the worker's ``threads`` slots for at most ``budget`` seconds; one that waits longer is
 refused (the caller answers 503 with ``Retry-After``), so the requests taken wait at most the
 budget whatever the offered load. Priority requests (health checks) go to the front of the
-queue and are never refused: a busy worker is still a live one.
+queue and are not refused (up to ``size`` of them at a time): a busy worker is still a
+live one.
 
 Event-loop only (not thread-safe): :meth:`acquire` and :meth:`release` run on the loop.
 """
@@ -26,6 +27,7 @@ class Slots:
         self.free = size
         self.waiting: deque[asyncio.Future[None]] = deque()
         self.shed = 0
+        self.priority_waiting = 0
 
     @property
     def busy(self) -> int:
@@ -38,8 +40,12 @@ class Slots:
             self.free -= 1
             return True
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # At most `size` priority requests jump the queue: a flood of health checks is queued
+        # (and shed) like any other request.
+        priority = priority and self.priority_waiting < self.size
         if priority:
             self.waiting.appendleft(waiter)
+            self.priority_waiting += 1
         else:
             self.waiting.append(waiter)
         try:
@@ -47,6 +53,8 @@ class Slots:
         except BaseException:  # the connection went away meanwhile
             self._leave(waiter)
             raise
+        finally:
+            self.priority_waiting -= priority
         if not waiter.done():
             self._leave(waiter)
             self.shed += 1

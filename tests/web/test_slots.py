@@ -57,3 +57,15 @@ def test_a_slot_given_to_a_waiter_that_went_away_passes_on() -> None:
 def test_slots_refuse_nonsense() -> None:
     with pytest.raises(ValueError, match="budget"):
         Slots(0, 1.0)
+
+
+def test_only_a_few_priority_requests_jump_the_queue() -> None:
+    async def scenario() -> list[bool]:
+        slots = Slots(1, budget=0.05)
+        assert await slots.acquire()
+        flood = [asyncio.create_task(slots.acquire(priority=True)) for _ in range(3)]
+        await asyncio.sleep(0.2)  # past the budget: the flood beyond `size` was shed
+        slots.release()
+        return await asyncio.gather(*flood)
+
+    assert asyncio.run(scenario()) == [True, False, False]
