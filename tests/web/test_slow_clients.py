@@ -28,7 +28,7 @@ from recengine.storage.migrate import upgrade
 from tests.conftest import make_settings
 from tests.factories import record
 from tests.web.conftest import AUTH, KEY
-from tests.web.serving import GUNICORN_LINE, call, served
+from tests.web.serving import GUNICORN_LINE, Served, call, served
 from tests.web.test_serve import server_env
 
 READ_TIMEOUT = 60.0  # per socket read: only a server that never answers reaches it
@@ -194,7 +194,16 @@ def test_a_request_over_the_timeout_is_cut_and_keeps_nothing(
             assert reply.status == 503 and reply.json()["error"]["code"] == "timeout"
         # the worker restarts: a new one answers, and the cut write is not there
         assert until_answered(server.url, "/api/v1/articles/a1").status == 404
-        assert "still running after 2 s (timeout)" in "\n".join(server.log)
+        assert logged(server, "still running after 2 s (timeout)")
+
+
+def logged(server: Served, text: str) -> bool:
+    """Whether the server logs ``text`` (its log is read by another thread: wait for it)."""
+    for _ in range(300):
+        if text in "\n".join(server.log):
+            return True
+        threading.Event().wait(0.1)
+    return False
 
 
 def until_answered(base: str, path: str, attempts: int = 600) -> Any:
@@ -264,7 +273,7 @@ def test_plain_gunicorn_with_the_config_module_gets_the_worker(
         "recengine.web:create_app()",
     ]
     with served([], env, command=command, url_line=GUNICORN_LINE) as server:
-        assert "Using worker: recengine.web.worker.Worker" in "\n".join(server.log)
         assert until_answered(server.url, "/api/v1/health").status == 200
+        assert logged(server, "Using worker: recengine.web.worker.Worker")
         status, _, body = exchange(server.url, b"GET /api/v1/health HTTP/1.1\r\nHost: x")
         assert (status, body["error"]["code"]) == (408, "request_timeout")
