@@ -23,7 +23,7 @@ from recengine.storage.migrate import check_schema
 from recengine.text.tokenize import Tokenizer
 from recengine.web import articles, deadline, errors, health, pages, users
 from recengine.web.auth import ApiJSONProvider, ApiRequest
-from recengine.web.paths import ArticlePaths, IdConverter
+from recengine.web.paths import IdConverter, IdPaths
 from recengine.web.routing import ApiPlugin, Router
 from recengine.web.schemas import ErrorBody, build_models
 from recengine.web.services import Services
@@ -53,7 +53,7 @@ def create_app(settings: Settings | None = None, *, tokenizer: Tokenizer | None 
     app.json = ApiJSONProvider(app)
     app.config["MAX_CONTENT_LENGTH"] = settings.web.max_body_bytes
     app.url_map.converters["id"] = IdConverter
-    app.wsgi_app = ArticlePaths(app.wsgi_app)  # type: ignore[method-assign]
+    app.wsgi_app = IdPaths(app.wsgi_app)  # type: ignore[method-assign]
     engine = make_engine(settings.resolved_database_url)
     check_schema(engine)
     models = build_models(settings)

@@ -1,4 +1,4 @@
-"""Article ids in URL paths: any id, including ids with ``/`` and ids ending in ``/related``.
+"""Ids in URL paths: any id, including ids with ``/`` and ids ending in ``/related``.
 
 An id is the caller's own string and may hold slashes (``csdn/2024/post``), so the article
 routes cannot split the path at ``/``. The rule, applied to the path *as sent* (``RAW_URI``,
@@ -15,8 +15,9 @@ article whose id is ``x/related`` is read with its slash percent-encoded,
 (or ``x/related/related``). Ids with slashes that do not end in an operation's name keep
 working unencoded.
 
-:class:`ArticlePaths` applies the rule before routing: it rewrites ``PATH_INFO`` so the id is
-one percent-encoded segment, which :class:`IdConverter` (``<id:article_id>``) decodes. Without
+:class:`IdPaths` applies the rule before routing (to readers' ids too): it rewrites
+``PATH_INFO`` so the id is one percent-encoded segment, which :class:`IdConverter`
+(``<id:article_id>``) decodes. Without
 ``RAW_URI`` (a server that does not pass the raw path) the rule is applied to the decoded path,
 where ``%2F`` and ``/`` cannot be told apart.
 """
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
 
 PREFIX = "/api/v1/articles/"
 OPERATIONS = ("related", "duplicates")
+# Every path that holds a caller's id, with the operations that may follow it. A reader's id
+# (``/api/v1/users/<user>/feed``) is always followed by one, so any id works unencoded there.
+ID_PATHS = {PREFIX: OPERATIONS, "/api/v1/users/": ("events", "feed")}
 ID_IN_PATH = (
     "The article's id, percent-encoded (`quote(id, safe='')`, `encodeURIComponent`). A slash "
     "may also be sent as is, except in an id ending in /related or /duplicates, which must "
@@ -57,17 +61,20 @@ class IdConverter(BaseConverter):
         return quote(value, safe="")
 
 
-def split_article_path(rest: str, *, raw: bool) -> tuple[str, str] | None:
+def split_article_path(
+    rest: str, *, raw: bool, operations: tuple[str, ...] = OPERATIONS
+) -> tuple[str, str] | None:
     """``rest`` (the path after PREFIX) -> ``(id, operation)``; operation "" is the article.
 
     Args:
         rest: as sent (``raw``: percent-escapes still in, latin-1 WSGI string) or decoded.
+        operations: the names that may follow the id (those of another ID_PATHS prefix).
 
     Returns:
         None when ``rest`` holds no id or its escapes are not UTF-8 (left to the router).
     """
     operation = ""
-    for name in OPERATIONS:
+    for name in operations:
         if rest.endswith("/" + name) and len(rest) > len(name) + 1:
             rest, operation = rest[: -len(name) - 1], name
             break
@@ -84,31 +91,37 @@ def _decode(data: bytes) -> str:
     return unquote_to_bytes(data).decode("utf-8")
 
 
-class ArticlePaths:
-    """WSGI middleware: an article path's id becomes one percent-encoded segment of PATH_INFO."""
+class IdPaths:
+    """WSGI middleware: the id in an :data:`ID_PATHS` path becomes one percent-encoded segment
+    of PATH_INFO (routed with ``<id:...>``)."""
 
     def __init__(self, app: WSGIApplication) -> None:
         self.app = app
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
-        if path.startswith(PREFIX):
-            found = _split(environ, path)
-            if found is not None:
-                article, operation = found
-                routed = PREFIX + quote(article, safe="") + ("/" + operation if operation else "")
-                environ = {**environ, "PATH_INFO": routed}
+        for prefix, operations in ID_PATHS.items():
+            if path.startswith(prefix):
+                found = _split(environ, path, prefix, operations)
+                if found is not None:
+                    key, operation = found
+                    routed = prefix + quote(key, safe="") + ("/" + operation if operation else "")
+                    environ = {**environ, "PATH_INFO": routed}
+                break
         return self.app(environ, start_response)
 
 
-def _split(environ: dict[str, Any], path: str) -> tuple[str, str] | None:
+def _split(
+    environ: dict[str, Any], path: str, prefix: str, operations: tuple[str, ...]
+) -> tuple[str, str] | None:
     raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
     if raw:
         raw_path = urlsplit(raw).path
-        at = raw_path.find(PREFIX)
+        at = raw_path.find(prefix)
         if at >= 0 and _same_path(raw_path[at:], path):
-            return split_article_path(raw_path[at + len(PREFIX) :], raw=True)
-    return split_article_path(path[len(PREFIX) :], raw=False)
+            rest = raw_path[at + len(prefix) :]
+            return split_article_path(rest, raw=True, operations=operations)
+    return split_article_path(path[len(prefix) :], raw=False, operations=operations)
 
 
 def _same_path(raw_path: str, path: str) -> bool:

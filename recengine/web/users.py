@@ -40,7 +40,7 @@ def feed(user: str) -> FeedOut:
 def init_app(router: Router, models: Models) -> None:
     add = partial(router.add, tag="readers")
     add(
-        "/api/v1/users/<path:user>/events",
+        "/api/v1/users/<id:user>/events",
         record,
         method="POST",
         write=True,
@@ -49,7 +49,7 @@ def init_app(router: Router, models: Models) -> None:
         errors=(NotFound,),
     )
     add(
-        "/api/v1/users/<path:user>/feed",
+        "/api/v1/users/<id:user>/feed",
         feed,
         method="GET",
         write=False,

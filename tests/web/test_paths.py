@@ -96,6 +96,18 @@ def test_ids_with_slashes_work_encoded_and_not(client: FlaskClient) -> None:
     assert_error(client.get("/api/v1/articles/a%FF"), 404, "not_found")
 
 
+def test_reader_ids_with_slashes_control_characters_or_operation_names(
+    client: FlaskClient,
+) -> None:
+    """A reader's id is always followed by an operation, so any id works; a control character
+    is refused by the id's rule (422), not left unrouted (404)."""
+    for user in ("u/feed", "a/b/events", "读者 1"):
+        assert client.get(f"/api/v1/users/{quote(user)}/feed").status_code in (200, 503)
+        assert client.get(f"/api/v1/users/{quote(user, safe='')}/feed").status_code in (200, 503)
+    assert_error(client.get("/api/v1/users/a%0Ab/feed"), 422, "invalid_request")
+    assert_error(client.get("/api/v1/articles/a%0Ab"), 422, "invalid_request")
+
+
 def test_the_schema_says_how_to_send_an_id(client: FlaskClient) -> None:
     spec = client.get("/openapi.json").get_json()
     parameters = spec["paths"]["/api/v1/articles/{article_id}"]["get"]["parameters"]
