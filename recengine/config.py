@@ -73,9 +73,15 @@ class FeatureSettings(_Section):
 class NearDupSettings(_Section):
     min_resemblance: float = Field(default=0.5, gt=0.0, le=1.0)
     min_cosine: float = Field(default=0.93, ge=0.0, le=1.0)
-    refresh_interval: float = Field(default=0.0, ge=0.0, le=3600.0)
+
+
+class IndexSettings(_Section):
+    """How every derived index follows SQL (``index.follower``)."""
+
+    sync_interval_s: float = Field(default=0.0, ge=0.0, le=3_600.0)
     save_after: int = Field(default=10_000, ge=1)
-    index_file: str = "neardup.idx"
+    persist: bool = True
+    build_batch: int = Field(default=5_000, ge=1, le=1_000_000)
 
 
 class IngestSettings(_Section):
@@ -119,11 +125,8 @@ class RelatedSettings(_Listing):
     scale_postings: bool = True
     min_postings_per_term: int = Field(default=100, ge=1)
     candidates: int = Field(default=200, ge=1, le=100_000)
-    sync_interval_s: float = Field(default=0.0, ge=0.0, le=3_600.0)
     delta_max_rows: int = Field(default=20_000, ge=1)
     max_parts: int = Field(default=8, ge=2, le=64)
-    persist: bool = True
-    build_batch: int = Field(default=5_000, ge=1, le=1_000_000)
 
 
 class FeedSettings(_Listing):
@@ -197,6 +200,7 @@ class Settings(BaseSettings):
     tokenizer: TokenizerSettings = TokenizerSettings()
     features: FeatureSettings = FeatureSettings()
     neardup: NearDupSettings = NearDupSettings()
+    index: IndexSettings = IndexSettings()
     ingest: IngestSettings = IngestSettings()
     related: RelatedSettings = RelatedSettings()
     feed: FeedSettings = FeedSettings()
@@ -297,9 +301,23 @@ def load_settings(overrides: dict[str, Any] | None = None) -> Settings:
         raise ConfigError(_describe(exc)) from None
 
 
+# Settings that moved: a file or variable still using the old name is told the new one.
+MOVED = {
+    "neardup.refresh_interval": "index.sync_interval_s",
+    "related.sync_interval_s": "index.sync_interval_s",
+    "neardup.save_after": "index.save_after",
+    "related.persist": "index.persist",
+    "related.build_batch": "index.build_batch",
+    "neardup.index_file": "(gone: index files live in data_dir/index/<kind>/)",
+}
+
+
 def _describe(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors():
         where = ".".join(str(part) for part in error["loc"]) or "settings"
+        if where in MOVED and error["type"] == "extra_forbidden":
+            problems.append(f"{where}: moved to {MOVED[where]}")
+            continue
         problems.append(f"{where}: {error['msg']}")
     return "invalid settings: " + "; ".join(problems)

@@ -66,7 +66,7 @@ def test_two_processes_share_one_build(settings: Settings, data_dir: Path, tmp_p
     path = write_jsonl(tmp_path / "a.jsonl", records)
     assert runner.invoke(main, ["ingest", str(path)], obj=CliContext(settings)).exit_code == 0
     folder = settings.data_dir / "index" / "related"
-    for old in folder.glob("*.seg"):
+    for old in folder.glob("*.idx"):
         old.unlink()
     env = {
         **os.environ,
@@ -87,4 +87,4 @@ def test_two_processes_share_one_build(settings: Settings, data_dir: Path, tmp_p
     assert all(p.returncode == 0 for p in procs), [o[1] for o in outputs]
     first, second, third = (json.loads(o[0]) for o in outputs)
     assert first == second and first["items"] and third["article"] == records[7]["id"]
-    assert len(list(folder.glob("*.seg"))) == 1
+    assert len(list(folder.glob("*.idx"))) == 1

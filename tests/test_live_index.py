@@ -23,6 +23,10 @@ def with_related(settings: Settings, **related: Any) -> Settings:
     return settings.model_copy(update={"related": settings.related.model_copy(update=related)})
 
 
+def with_index(settings: Settings, **index: Any) -> Settings:
+    return settings.model_copy(update={"index": settings.index.model_copy(update=index)})
+
+
 def answers(index: LiveIndex, factory: sessionmaker[Session], queries: list[str]) -> list[Any]:
     service = RelatedArticles(index.settings, index)
     out = []
@@ -47,7 +51,7 @@ def test_processes_with_different_histories_give_the_same_answers(
     # "process" a merges all the time, b never, c only starts at the end (from a's saved file)
     a = LiveIndex(with_related(settings, delta_max_rows=2, max_parts=2), factory, background=False)
     b = LiveIndex(
-        with_related(settings, delta_max_rows=10**6, max_parts=64, persist=False),
+        with_index(with_related(settings, delta_max_rows=10**6, max_parts=64), persist=False),
         factory,
         background=False,
     )
@@ -79,7 +83,7 @@ def test_a_damaged_or_missing_file_is_rebuilt_from_sql(
     load(factory, featurizer, records[:30])
     queries = [records[0]["id"], records[9]["id"]]
     expected = answers(LiveIndex(settings, factory, background=False), factory, queries)
-    files = sorted((settings.data_dir / "index" / "related").glob("*.seg"))
+    files = sorted((settings.data_dir / "index" / "related").glob("*.idx"))
     assert len(files) == 1
     data = bytearray(files[0].read_bytes())
     data[len(data) // 2] ^= 0xFF
@@ -111,7 +115,7 @@ def test_servers_keep_answering_during_a_rebuild_and_then_switch(
 
 
 class FakeClock:
-    """``time`` for recommend.live with a ``monotonic`` the test moves (no sleeps: a loaded
+    """``time`` for index.follower with a ``monotonic`` the test moves (no sleeps: a loaded
     machine can take longer than any interval between two real calls)."""
 
     def __init__(self) -> None:
@@ -132,9 +136,9 @@ def test_a_sync_interval_delays_changes_by_at_most_that(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock = FakeClock()
-    monkeypatch.setattr("recengine.recommend.live.time", clock)
+    monkeypatch.setattr("recengine.index.follower.time", clock)
     load(factory, featurizer, records[:20])
-    index = LiveIndex(with_related(settings, sync_interval_s=0.5), factory, background=False)
+    index = LiveIndex(with_index(settings, sync_interval_s=0.5), factory, background=False)
     first = answers(index, factory, [records[0]["id"]])
     Ingester(factory, featurizer).ingest_records([repost(records[0], 1)])
     clock.now += 0.4

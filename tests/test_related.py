@@ -263,9 +263,13 @@ def test_cluster_members_are_suppressed_whatever_their_distance(
     # (a canonical article has no row of its own: its members point at it)
     clusters = [(internal[shown[0]], internal[aid]), (internal[shown[2]], internal[shown[1]])]
     with factory() as session, session.begin():
+        version = read_state(session=session).active_model_version
         session.execute(
             insert(ClusterMember),
-            [{"article_id": a, "canonical_id": c, "distance": 9} for a, c in clusters],
+            [
+                {"article_id": a, "canonical_id": c, "distance": 9, "model_version": version}
+                for a, c in clusters
+            ],
         )
     body = ask(service, factory, aid, k=6)
     assert shown[0] not in ids(body) and shown[2] not in ids(body) and shown[1] in ids(body)

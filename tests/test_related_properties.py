@@ -23,6 +23,7 @@ from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
 from recengine.recommend.suppress import pick
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
+from recengine.storage.state import read_state
 from tests.factories import javaguide_records
 from tests.test_related import load, repost
 
@@ -157,11 +158,17 @@ def test_related_lists_never_hold_duplicates(
     def check(query: str, k: int, clusters: dict[str, str]) -> None:
         with factory() as session, session.begin():
             session.execute(delete(ClusterMember))
+            version = read_state(session=session).active_model_version
             if clusters:
                 session.execute(
                     insert(ClusterMember),
                     [
-                        {"article_id": internal[a], "canonical_id": internal[c], "distance": 0}
+                        {
+                            "article_id": internal[a],
+                            "canonical_id": internal[c],
+                            "distance": 0,
+                            "model_version": version,
+                        }
                         for a, c in clusters.items()
                     ],
                 )

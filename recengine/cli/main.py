@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 the command ran but some input was rejected (details printed);
 2 usage error or bad input that stopped the command (nothing was changed); 70 an internal error
-(run with ``--debug`` for the traceback).
+(run with ``--debug`` for the traceback); 75 the database was busy (locked by another writer
+for too long: nothing was changed, try again).
 """
 
 from __future__ import annotations
@@ -16,10 +17,16 @@ from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from recengine.cli.context import CliContext
 from recengine.config import load_settings
 from recengine.errors import RecengineError
+from recengine.storage.db import is_busy
 
 EXIT_REJECTED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 70
+EXIT_BUSY = 75  # EX_TEMPFAIL: try again later
+BUSY_MESSAGE = (
+    "error: the database is busy: another process held its write lock for longer than the "
+    "wait allows (SQLite takes one writer at a time); nothing was changed, try again"
+)
 
 
 class _Group(click.Group):
@@ -35,6 +42,8 @@ class _Group(click.Group):
         except OSError as exc:  # unreadable files, full disks, permissions
             _fail(ctx, f"error: {exc}", EXIT_BAD_INPUT)
         except OperationalError as exc:
+            if is_busy(exc):
+                _fail(ctx, BUSY_MESSAGE, EXIT_BUSY)
             _fail(ctx, f"error: cannot use the database: {exc.orig}", EXIT_BAD_INPUT)
         except SQLAlchemyError as exc:
             _fail(ctx, f"error: database error: {exc}", EXIT_INTERNAL)

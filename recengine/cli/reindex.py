@@ -1,53 +1,21 @@
 """``recengine reindex``: rebuild the IDF model, vectors and fingerprints from SQL.
 
 A progress bar per phase (articles done, rate, ETA) is drawn on a terminal only: in CI or when
-stderr is redirected the command prints just its summary line.
+stderr is redirected the command prints just its summary line (``cli.reindex_output``).
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
-from tqdm import tqdm
 
 from recengine.cli.context import CliContext
+from recengine.cli.reindex_output import BarProgress, echo_result
 from recengine.pipeline.incremental import reindex_incremental
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex import reindex as run_reindex
-from recengine.pipeline.versions import InterruptedAfterSwitch, ReindexResult
-from recengine.recommend.live import LiveIndex
-from recengine.storage.db import transaction
-
-
-class BarProgress:
-    """One tqdm bar per phase on stderr; silent when stderr is not a terminal."""
-
-    def __init__(self, enabled: bool | None = None) -> None:
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self._bar: tqdm[None] | None = None
-
-    def start(self, phase: str, total: int | None, done: int = 0) -> None:
-        self.close()
-        self._bar = tqdm(
-            total=total,
-            initial=done,
-            unit="doc",
-            desc=f"reindex: {phase}",
-            disable=not self.enabled,
-            dynamic_ncols=True,
-            smoothing=0.1,
-        )
-
-    def update(self, n: int) -> None:
-        if self._bar is not None:
-            self._bar.update(n)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+from recengine.pipeline.versions import ReindexResult
 
 
 def run(
@@ -79,41 +47,7 @@ def run(
     finally:
         bar.close()
     echo_result(result)
-    save_related_index(ctx)
     return result
-
-
-def echo_result(result: ReindexResult) -> None:
-    if result.mode == "incremental":
-        click.echo(
-            f"incremental reindex: {result.recomputed} changed articles recomputed under IDF "
-            f"model version {result.version} ({result.reason})"
-        )
-        return
-    click.echo(
-        ("resumed and finished" if result.resumed else "reindexed")
-        + f" {result.n_docs} articles: IDF model version {result.version}, "
-        f"{result.n_terms} terms"
-        + (f", {result.caught_up} written meanwhile caught up" if result.caught_up else "")
-        + (f" ({result.reason})" if result.reason else "")
-    )
-
-
-def save_related_index(ctx: CliContext) -> None:
-    """Build and save the related-articles index of the active model now, so that servers
-    switching to it load the file instead of each building it (recommend.live)."""
-    if not ctx.settings.related.persist:
-        return
-    try:
-        with transaction(ctx.factory) as session:
-            index = LiveIndex(ctx.settings, ctx.factory, background=False)
-            snap = index.current(session=session)
-    except KeyboardInterrupt:
-        raise InterruptedAfterSwitch(
-            "after the switch: the reindex took effect (the related-articles index file was "
-            "not saved: servers build their own)"
-        ) from None
-    click.echo(f"related-articles index: {len(snap.view)} articles, saved")
 
 
 @click.command()
@@ -171,7 +105,6 @@ def reindex(
         from recengine.cli import spark  # imports pyspark: only when asked for
 
         spark.run(ctx, master=master, input_path=input_path)
-        save_related_index(ctx)
         return
     if master or input_path:
         raise click.UsageError("--master and --input are for --engine spark")

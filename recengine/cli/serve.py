@@ -7,7 +7,7 @@ recengine's worker (``recengine.web.worker``: requests are read whole on an even
 thread runs them, overload is shed, long requests are cut; ``recengine.web.server`` holds the
 gunicorn settings, shared with ``gunicorn -c python:recengine.web.gunicorn_conf``). Every
 worker reads the same database, so a write through one is visible to all (each worker's
-related-articles index catches up with SQL before it answers, ``related.sync_interval_s``).
+related-articles index catches up with SQL before it answers, ``index.sync_interval_s``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from recengine.cli.context import CliContext
-from recengine.cli.reindex import BarProgress, echo_result
+from recengine.cli.reindex_output import BarProgress, echo_result
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.spark.job import SparkInput, spark_reindex
 from recengine.pipeline.spark.session import spark_session

@@ -113,7 +113,7 @@ class Segment:
         return sum(getattr(self, f.name).nbytes for f in fields(self) if f.name != "index_terms")
 
     def arrays(self) -> dict[str, npt.NDArray[np.generic]]:
-        """Name -> array, for saving (see ``index.segment_file``)."""
+        """Name -> array, for saving (see ``index.layered`` and ``index.container``)."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "index_terms"}
 
     def find(self, ids: I64) -> npt.NDArray[np.intp]:

@@ -20,7 +20,6 @@ or after its recomputation, never a mix.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +31,8 @@ from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.parallel import AnalysisPool, Item
 from recengine.pipeline.reindex import reindex
-from recengine.pipeline.reindex_job import JobDir
-from recengine.pipeline.versions import Progress, QuietProgress, ReindexResult, write_features
+from recengine.pipeline.reindex_run import ReindexRun, reindex_run
+from recengine.pipeline.versions import Progress, ReindexResult, write_features
 from recengine.storage.articles import changed_since, count_changed, live_seqs
 from recengine.storage.db import transaction
 from recengine.storage.features import (
@@ -75,18 +74,6 @@ def drift_of(
     return version, params, None
 
 
-@dataclass
-class _Inc:
-    """What the steps of one incremental run need."""
-
-    factory: sessionmaker[Session]
-    featurizer: Featurizer
-    pool: AnalysisPool
-    dedup: Deduplicator
-    batch_size: int
-    progress: Progress
-
-
 def reindex_incremental(
     *,
     factory: sessionmaker[Session],
@@ -109,41 +96,27 @@ def reindex_incremental(
     """
     limit = featurizer.settings.reindex.refit_drift if refit_drift is None else refit_drift
     version, params, refit = drift_of(factory, limit)
+    run_args: dict[str, Any] = {
+        "factory": factory,
+        "featurizer": featurizer,
+        "batch_size": batch_size,
+        "progress": progress,
+        "pool": pool,
+        "data_dir": data_dir,
+        "dedup": dedup,
+    }
     if refit is not None or version is None:
-        result = reindex(
-            factory=factory,
-            featurizer=featurizer,
-            batch_size=batch_size,
-            progress=progress,
-            pool=pool,
-            data_dir=data_dir,
-            resume=resume,
-            dedup=dedup,
-        )
+        result = reindex(**run_args, resume=resume)
         return ReindexResult(**{**result.__dict__, "reason": refit or ""})
-    jobs = JobDir(data_dir or featurizer.settings.data_dir)
-    jobs.lock()  # one reindex at a time, full or incremental
-    run = _Inc(
-        factory,
-        featurizer,
-        pool or AnalysisPool(featurizer.settings, workers=1, featurizer=featurizer),
-        dedup or Deduplicator(featurizer.settings),
-        batch_size,
-        progress or QuietProgress(),
-    )
-    try:
+    with reindex_run(**run_args) as run:  # one reindex at a time, full or incremental
         done = _recompute_all(run, version, params)
         run.dedup.save()
-    finally:
-        if pool is None:
-            run.pool.close()
-        jobs.unlock()
     return ReindexResult(
         version, 0, 0, 0, mode="incremental", recomputed=done, reason="IDF model kept"
     )
 
 
-def _recompute_all(run: _Inc, version: int, params: dict[str, Any]) -> int:
+def _recompute_all(run: ReindexRun, version: int, params: dict[str, Any]) -> int:
     with transaction(run.factory) as session:
         upto = read_state(session=session).seq
         model = IdfModel.from_bytes(load_model_payload(session=session, version=version)[0])
@@ -176,7 +149,7 @@ def _missing_reader(version: int, size: int) -> Reader:
     return read
 
 
-def _recompute(run: _Inc, model: IdfModel, version: int, read: Reader) -> int:
+def _recompute(run: ReindexRun, model: IdfModel, version: int, read: Reader) -> int:
     """Analyze pages on the pool; write each under the lock unless changed again meanwhile."""
     seqs: dict[int, int] = {}
 
@@ -193,6 +166,7 @@ def _recompute(run: _Inc, model: IdfModel, version: int, read: Reader) -> int:
 
     done = 0
     for batch in run.pool.analyze_batches(pages()):
+        run.dedup.prepare(run.factory)
         with run.dedup.pending(), transaction(run.factory) as session:
             if begin_write(session=session).active_model_version != version:
                 return done  # a full reindex switched models meanwhile: it covered these

@@ -175,6 +175,8 @@ class Ingester:
         # Tokenizing is the expensive part: do it outside the write lock, and not at all while
         # there is no model to use the counts (the first reindex tokenizes everything anyway).
         stats = self._count(todo, texts) if has_model else {}
+        if has_model:
+            self.dedup.prepare(self.factory)  # a load or build happens here, not under the lock
         with self.dedup.pending(), transaction(self.factory) as session:
             self._write(session, latest, hashes, texts, stats, summary)
 
@@ -192,6 +194,7 @@ class Ingester:
         Raises:
             NotFound: none of the ids names a live article (nothing is changed).
         """
+        self.dedup.prepare(self.factory)
         with self.dedup.pending(), transaction(self.factory) as session:
             state = begin_write(session=session)
             found = find_existing(session=session, external_ids=external_ids)

@@ -1,6 +1,7 @@
 """Full local reindex: refit the IDF model on every live article and recompute every feature.
 
-Steps (each resumable, see ``reindex_job``):
+Steps (each resumable, see ``reindex_job``), inside one reindex run (``reindex_run``: the lock,
+the pool, the deduplicator, and the tail every engine shares):
 
 1. **pass 1**: live articles stream from SQL in short keyset-paged read transactions, are cleaned
    and tokenized on every core (``parallel.AnalysisPool``), and their term counts are spooled to
@@ -8,14 +9,13 @@ Steps (each resumable, see ``reindex_job``):
    is fitted and saved under a **new** version, not yet active;
 2. **pass 2**: vectors and fingerprints are computed from the spool (on the pool too) and written
    under the new version, one transaction per batch;
-3. **catch-up and switch**: articles written since the reindex started (``articles.seq`` newer
-   than the job's start) are recomputed; the last few, the switch of the active version, the
-   removal of the old one and the near-duplicate clusters under the new model
-   (``dedup.Deduplicator.recluster``) happen in one transaction under the writers' lock
-   (``storage.state.begin_write``); the near-duplicate index file is written after it commits.
+3. **the tail** (``pipeline.switch``): articles written since the reindex started are caught
+   up, the new version's indexes are built and its clusters computed (a full recluster,
+   ``dedup.Deduplicator.cluster_all``), all outside the writers' lock; then one short switch
+   transaction under it, and the new version's index files are published.
 
-Readers never see a half-built state: until step 3 commits they use the old version, whose rows
-nothing here touches. ``kill -9`` or Ctrl-C at any point leaves the old state as it was plus
+Readers never see a half-built state: until the switch commits they use the old version, whose
+rows nothing here touches. ``kill -9`` or Ctrl-C at any point leaves the old state as it was plus
 unused rows of the new version; the next run (``resume=True``, the default) continues where the
 interrupted one stopped and ends in the same state as an uninterrupted run; with ``resume=False``
 it discards them and starts over.
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -40,16 +39,15 @@ from recengine.pipeline.checkpoints import checkpoint
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer, model_params
 from recengine.pipeline.parallel import AnalysisPool, Item
-from recengine.pipeline.reindex_job import JobDir, JobRecord
+from recengine.pipeline.reindex_job import JobRecord
+from recengine.pipeline.reindex_run import ReindexRun, reindex_run
 from recengine.pipeline.versions import (
     Progress,
     QuietProgress,
     ReindexResult,
-    catch_up_and_switch,
     database_name,
     drop_stale_versions,
     fit_params,
-    raise_if_switched,
     write_features,
 )
 from recengine.storage.articles import count_live, texts_after
@@ -65,20 +63,6 @@ from recengine.storage.state import read_state
 __all__ = ["Progress", "QuietProgress", "ReindexResult", "reindex"]
 
 
-@dataclass
-class _Run:
-    """What every step of one reindex needs."""
-
-    factory: sessionmaker[Session]
-    featurizer: Featurizer
-    pool: AnalysisPool
-    jobs: JobDir
-    batch_size: int
-    progress: Progress
-    dedup: Deduplicator
-    version: int | None = None
-
-
 def reindex(
     *,
     factory: sessionmaker[Session],
@@ -91,7 +75,7 @@ def reindex(
     dedup: Deduplicator | None = None,
 ) -> ReindexResult:
     """Rebuild the IDF model, all features and the near-duplicate clusters; switch readers to
-    them atomically.
+    them atomically and publish the new version's index files.
 
     Args:
         factory: session factory.
@@ -101,38 +85,24 @@ def reindex(
         pool: where text analysis runs (default: this process only).
         data_dir: where the job state lives (default: ``settings.data_dir``).
         resume: continue an interrupted reindex of the same database and settings.
-        dedup: cluster maintenance (built from the featurizer's settings when omitted); the
-            clusters are recomputed under the new model inside the switch transaction.
+        dedup: cluster maintenance (built from the featurizer's settings when omitted).
 
     Raises:
         ReindexBusy: another reindex is running on the same data directory.
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    jobs = JobDir(data_dir or featurizer.settings.data_dir)
-    jobs.lock()
-    own_pool = pool is None
-    run = _Run(
-        factory,
-        featurizer,
-        pool or AnalysisPool(featurizer.settings, workers=1, featurizer=featurizer),
-        jobs,
-        batch_size,
-        progress or QuietProgress(),
-        dedup or Deduplicator(featurizer.settings),
-    )
-    try:
+    with reindex_run(
+        factory=factory,
+        featurizer=featurizer,
+        batch_size=batch_size,
+        progress=progress,
+        pool=pool,
+        data_dir=data_dir,
+        dedup=dedup,
+    ) as run:
         return _full(run, resume)
-    except KeyboardInterrupt:
-        raise_if_switched(run.factory, run.version)
-        raise
-    finally:
-        if own_pool:
-            run.pool.close()
-        jobs.unlock()
 
 
-def _full(run: _Run, resume: bool) -> ReindexResult:
+def _full(run: ReindexRun, resume: bool) -> ReindexResult:
     job, resumed = _open_job(run, resume)
     if job.version is None:
         model = _pass1(run)
@@ -150,26 +120,18 @@ def _full(run: _Run, resume: bool) -> ReindexResult:
     else:
         with transaction(run.factory) as session:
             model = IdfModel.from_bytes(load_model_payload(session=session, version=job.version)[0])
-    run.version = job.version
-    _pass2(run, model, job.version)
-    with run.dedup.pending():
-        caught_up = catch_up_and_switch(
-            run.factory,
-            run.featurizer,
-            model,
-            job.version,
-            job.start_seq,
-            run.batch_size,
-            run.progress,
-            on_switch=lambda session, _changed: run.dedup.recluster(session),
-        )
-    checkpoint("switched")
-    run.dedup.save()
-    run.jobs.clear()
-    return ReindexResult(job.version, model.n_docs, len(model.df), caught_up, resumed)
+    version = run.version = job.version
+    _pass2(run, model, version)
+    caught_up = run.finish(
+        model,
+        version,
+        job.start_seq,
+        clusters=lambda index, _seq: run.dedup.cluster_all(run.factory, version, index),
+    )
+    return ReindexResult(version, model.n_docs, len(model.df), caught_up, resumed)
 
 
-def _open_job(run: _Run, resume: bool) -> tuple[JobRecord, bool]:
+def _open_job(run: ReindexRun, resume: bool) -> tuple[JobRecord, bool]:
     """The job to run: the interrupted one when it can be resumed, else a new one.
 
     Whatever an older, abandoned job left in SQL (models and features of versions that are
@@ -199,12 +161,12 @@ def _open_job(run: _Run, resume: bool) -> tuple[JobRecord, bool]:
     return job, job is not new
 
 
-def _versions(run: _Run) -> list[int]:
+def _versions(run: ReindexRun) -> list[int]:
     with transaction(run.factory) as session:
         return model_versions(session=session)
 
 
-def _pass1(run: _Run) -> IdfModel:
+def _pass1(run: ReindexRun) -> IdfModel:
     """Tokenize every live article (after what an interrupted run spooled); fit the IDF."""
     df: Counter[str] = Counter()
     n_docs, last = 0, 0
@@ -236,7 +198,7 @@ def _pages(factory: sessionmaker[Session], after: int, size: int) -> Iterator[li
         yield [(r.id, r.title, r.content) for r in rows]
 
 
-def _pass2(run: _Run, model: IdfModel, version: int) -> None:
+def _pass2(run: ReindexRun, model: IdfModel, version: int) -> None:
     """Features of every spooled article under ``version``, after those already written."""
     with transaction(run.factory) as session:
         written = max_article_id(session=session, version=version)

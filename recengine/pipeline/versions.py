@@ -1,15 +1,9 @@
-"""Features under a new IDF model version, and the atomic switch to it: shared by every engine.
-
-The local reindex, the incremental one and the Spark job all end the same way: features are
-written under a version readers do not use yet; articles changed meanwhile are caught up; the
-switch of the active version and the removal of the old one happen in one transaction under
-the writers' lock (``storage.state.begin_write``), so readers go from the complete old state to
-the complete new one.
-"""
+"""Features under a new IDF model version, what a reindex reports, and the removal of old
+versions: shared by every engine (the switch itself is ``pipeline.switch``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,17 +11,20 @@ from typing import Any, Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.features.tfidf import IdfModel
-from recengine.pipeline.featurize import FeatureRow, Featurizer
+from recengine.pipeline.featurize import FeatureRow
 from recengine.pipeline.parallel import AnalysisPool, Item
-from recengine.storage.articles import changed_since
+from recengine.storage.clusters import delete_version
 from recengine.storage.db import transaction
 from recengine.storage.features import (
-    drop_versions_except,
+    delete_features,
+    delete_model,
     model_versions,
     replace_features,
     texts_without_features,
 )
-from recengine.storage.state import begin_write, read_state, set_active_model
+from recengine.storage.state import begin_write, read_state
+
+DROP_CHUNK = 5_000  # rows of an old version deleted per transaction
 
 
 class InterruptedAfterSwitch(KeyboardInterrupt):
@@ -86,8 +83,9 @@ class ReindexResult:
 
 
 def database_name(factory: sessionmaker[Session]) -> str:
-    """The database a session factory is bound to, password hidden (job identity)."""
-    return str(factory.kw["bind"].url.render_as_string(hide_password=True))
+    """The identity of the database (``engine_state.database_id``): a job's, an index file's."""
+    with transaction(factory) as session:
+        return read_state(session=session).database_id
 
 
 def fit_params(settings_params: dict[str, Any], seq: int, engine: str) -> dict[str, Any]:
@@ -146,66 +144,26 @@ def fill_missing(
     return done
 
 
-def catch_up_and_switch(
-    factory: sessionmaker[Session],
-    featurizer: Featurizer,
-    model: IdfModel,
-    version: int,
-    seq: int,
-    batch_size: int,
-    progress: Progress,
-    on_switch: Callable[[Session, list[int]], object],
-) -> int:
-    """Recompute articles changed since ``seq`` under the new model, then switch to it.
+def drop_stale_versions(
+    factory: sessionmaker[Session], keep: Collection[int | None], chunk: int = DROP_CHUNK
+) -> None:
+    """Delete the models, features and clusters of every version not in ``keep`` (the old
+    version after a switch; what an abandoned run left).
 
-    Args:
-        on_switch: called inside the switch transaction, after the switch, with the ids of the
-            articles caught up; rebuilds what depends on the features (the clusters).
-
-    Returns:
-        How many article rows were recomputed.
-    """
-    # (seq + 1, 0) is the position just after every row of sequence number seq.
-    position, done = (seq + 1, 0), 0
-    changed: list[int] = []
-
-    def step(session: Session) -> bool:
-        nonlocal position, done
-        rows = changed_since(session=session, after=position, limit=batch_size)
-        if not rows:
-            return False
-        stats = [featurizer.analyze(r.title, r.content) for r in rows]
-        features = featurizer.features(stats, model)
-        write_features(session, version, [(r.id, f) for r, f in zip(rows, features, strict=True)])
-        position, done = (rows[-1].seq, rows[-1].id), done + len(rows)
-        changed.extend(r.id for r in rows)
-        progress.update(len(rows))
-        return True
-
-    progress.start("catch-up", None)
-    more = True
-    while more:  # outside the writers' lock: may take a while if writers are busy
-        with transaction(factory) as session:
-            more = step(session)
-    with transaction(factory) as session:  # under the lock: the last few, then the switch
-        begin_write(session=session)
-        while step(session):
-            pass
-        set_active_model(session=session, version=version)
-        drop_versions_except(session=session, keep=[version])
-        on_switch(session, changed)
-    return done
-
-
-def drop_stale_versions(factory: sessionmaker[Session], keep: Collection[int | None]) -> None:
-    """Delete models and features of every version not in ``keep`` (left by abandoned runs).
-
-    Takes the writers' lock only when there is something to delete.
+    Rows go ``chunk`` at a time, one short transaction each: readers and writers use only the
+    active version, and a large corpus's old rows never hold the write lock for long. The
+    model row goes last, under the writers' lock (nothing else is left to cascade).
     """
     wanted = {v for v in keep if v is not None}
     with transaction(factory) as session:
-        stale = set(model_versions(session=session)) - wanted
-    if stale:
+        stale = sorted(set(model_versions(session=session)) - wanted)
+    for version in stale:
+        while True:
+            with transaction(factory) as session:
+                gone = delete_features(session=session, version=version, limit=chunk)
+                gone += delete_version(session=session, version=version, limit=chunk)
+            if not gone:
+                break
         with transaction(factory) as session:
             begin_write(session=session)
-            drop_versions_except(session=session, keep=wanted)
+            delete_model(session=session, version=version)

@@ -35,6 +35,7 @@ from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
 from recengine.config import Settings
+from recengine.derived.rows import epoch, label_hashes
 from recengine.errors import ModelMissing, NotFound
 from recengine.features.tfidf import EMPTY_VECTOR, SparseVector
 from recengine.index.view import Hits, RowFilter
@@ -48,7 +49,6 @@ from recengine.recommend.criterion import (
 from recengine.recommend.explain import shared_terms
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
 from recengine.recommend.params import Filters, check_id, check_int
-from recengine.recommend.rows import epoch, label_hashes
 from recengine.recommend.suppress import Picked, pick
 from recengine.storage.clusters import clusters_of
 from recengine.storage.index_source import briefs, internal_ids, query_article

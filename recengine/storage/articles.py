@@ -161,6 +161,13 @@ def ids_changed_since(*, session: Session, after_seq: int) -> list[int]:
     return list(session.scalars(select(Article.id).where(Article.seq > after_seq)))
 
 
+def ids_changed_between(*, session: Session, after_seq: int, upto_seq: int) -> list[int]:
+    """Ids of articles (deleted ones included) whose last change is in ``(after, upto]``."""
+    return list(
+        session.scalars(select(Article.id).where(Article.seq > after_seq, Article.seq <= upto_seq))
+    )
+
+
 def latest_articles(*, session: Session, limit: int) -> Sequence[Row[str, str]]:
     """``(external_id, title)`` of the most recently stored live articles, newest first."""
     return session.execute(

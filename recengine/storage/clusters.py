@@ -2,6 +2,11 @@
 
 A canonical article has no row of its own; each other member of its cluster has one. An article
 with no row that no row points to is a singleton.
+
+Rows belong to an IDF model version, like features: writers name the version they write (ingest:
+the active one; a reindex: its new one, before the switch); readers see the active version's
+(:func:`active_rows`, a sub-select of ``engine_state``), so a switch changes every answer at
+once without rewriting a row.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import (
     BindParameter,
+    ColumnElement,
     CompoundSelect,
     bindparam,
     delete,
@@ -25,7 +31,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session, aliased
 
 from recengine.storage.articles import in_chunks
-from recengine.storage.models import Article, ClusterMember
+from recengine.storage.models import Article, ClusterMember, EngineState
 
 
 @dataclass(frozen=True)
@@ -36,14 +42,21 @@ class MemberRow:
     score: float | None
 
 
-def rows_touching(*, session: Session, article_ids: Sequence[int]) -> list[MemberRow]:
-    """Rows whose member or canonical is one of ``article_ids``."""
+def active_rows() -> ColumnElement[bool]:
+    """``cluster_members`` rows of the active model version."""
+    active = select(EngineState.active_model_version).where(EngineState.id == 1)
+    return ClusterMember.model_version == active.scalar_subquery()
+
+
+def rows_touching(*, session: Session, version: int, article_ids: Sequence[int]) -> list[MemberRow]:
+    """Rows of ``version`` whose member or canonical is one of ``article_ids``."""
     out: list[MemberRow] = []
     ids = list(article_ids)
     for chunk in in_chunks(ids):
         rows = session.execute(
             select(ClusterMember).where(
-                or_(ClusterMember.article_id.in_(chunk), ClusterMember.canonical_id.in_(chunk))
+                ClusterMember.model_version == version,
+                or_(ClusterMember.article_id.in_(chunk), ClusterMember.canonical_id.in_(chunk)),
             )
         ).scalars()
         out.extend(MemberRow(r.article_id, r.canonical_id, r.distance, r.score) for r in rows)
@@ -51,26 +64,51 @@ def rows_touching(*, session: Session, article_ids: Sequence[int]) -> list[Membe
 
 
 def replace_rows(
-    *, session: Session, article_ids: Sequence[int], rows: Sequence[MemberRow]
+    *, session: Session, version: int, article_ids: Sequence[int], rows: Sequence[MemberRow]
 ) -> None:
-    """Delete the rows of ``article_ids`` (as members or canonicals), then insert ``rows``."""
+    """Delete the rows of ``version`` of ``article_ids`` (as members or canonicals), then
+    insert ``rows`` under it."""
     ids = list(article_ids)
     for chunk in in_chunks(ids):
         session.execute(
             delete(ClusterMember).where(
-                or_(ClusterMember.article_id.in_(chunk), ClusterMember.canonical_id.in_(chunk))
+                ClusterMember.model_version == version,
+                or_(ClusterMember.article_id.in_(chunk), ClusterMember.canonical_id.in_(chunk)),
             )
         )
-    insert_rows(session=session, rows=rows)
+    insert_rows(session=session, version=version, rows=rows)
 
 
-def insert_rows(*, session: Session, rows: Sequence[MemberRow]) -> None:
+def insert_rows(*, session: Session, version: int, rows: Sequence[MemberRow]) -> None:
     if rows:
-        session.execute(insert(ClusterMember), [r.__dict__ for r in rows])
+        session.execute(
+            insert(ClusterMember), [{**r.__dict__, "model_version": version} for r in rows]
+        )
 
 
-def delete_all(*, session: Session) -> None:
-    session.execute(delete(ClusterMember))
+def delete_version(*, session: Session, version: int, limit: int | None = None) -> int:
+    """Delete the rows of ``version`` (at most ``limit`` of them); returns how many."""
+    if limit is None:
+        return _rowcount(
+            session.execute(delete(ClusterMember).where(ClusterMember.model_version == version))
+        )
+    some = (
+        select(ClusterMember.article_id)
+        .where(ClusterMember.model_version == version)
+        .limit(limit)
+        .scalar_subquery()
+    )
+    return _rowcount(
+        session.execute(
+            delete(ClusterMember).where(
+                ClusterMember.model_version == version, ClusterMember.article_id.in_(some)
+            )
+        )
+    )
+
+
+def _rowcount(result: Any) -> int:
+    return int(getattr(result, "rowcount", 0) or 0)
 
 
 def published(*, session: Session, article_ids: Sequence[int]) -> dict[int, datetime | None]:
@@ -87,7 +125,9 @@ def published(*, session: Session, article_ids: Sequence[int]) -> dict[int, date
 
 def canonical_of(*, session: Session, article_id: int) -> MemberRow | None:
     """The row of ``article_id`` if it is a member (None: a canonical or a singleton)."""
-    row = session.get(ClusterMember, article_id)
+    row = session.scalars(
+        select(ClusterMember).where(active_rows(), ClusterMember.article_id == article_id)
+    ).one_or_none()
     if row is None:
         return None
     return MemberRow(row.article_id, row.canonical_id, row.distance, row.score)
@@ -113,11 +153,11 @@ def _clusters_statement() -> CompoundSelect[*tuple[Any, ...]]:
     """Built once: members' rows, and canonicals (as pointing at themselves)."""
     ids: BindParameter[int] = bindparam("ids", expanding=True)
     members = select(ClusterMember.article_id, ClusterMember.canonical_id).where(
-        ClusterMember.article_id.in_(ids)
+        active_rows(), ClusterMember.article_id.in_(ids)
     )
     heads = (
         select(ClusterMember.canonical_id, ClusterMember.canonical_id)
-        .where(ClusterMember.canonical_id.in_(ids))
+        .where(active_rows(), ClusterMember.canonical_id.in_(ids))
         .distinct()
     )
     return union_all(members, heads)
@@ -126,7 +166,7 @@ def _clusters_statement() -> CompoundSelect[*tuple[Any, ...]]:
 def members_of(*, session: Session, canonical_id: int) -> list[MemberRow]:
     rows = session.execute(
         select(ClusterMember)
-        .where(ClusterMember.canonical_id == canonical_id)
+        .where(active_rows(), ClusterMember.canonical_id == canonical_id)
         .order_by(ClusterMember.article_id)
     ).scalars()
     return [MemberRow(r.article_id, r.canonical_id, r.distance, r.score) for r in rows]
@@ -154,8 +194,9 @@ def iter_members(
             .join(canonical, canonical.id == ClusterMember.canonical_id)
             .join(member, member.id == ClusterMember.article_id)
             .where(
+                active_rows(),
                 (ClusterMember.canonical_id > c)
-                | ((ClusterMember.canonical_id == c) & (ClusterMember.article_id > m))
+                | ((ClusterMember.canonical_id == c) & (ClusterMember.article_id > m)),
             )
             .order_by(ClusterMember.canonical_id, ClusterMember.article_id)
             .limit(page)

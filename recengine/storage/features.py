@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -79,24 +79,29 @@ def load_model_payload(*, session: Session, version: int) -> tuple[bytes, dict[s
     return row.payload, row.params
 
 
-def drop_other_versions(*, session: Session, keep: int) -> None:
-    """Delete features and models of every version but ``keep`` (after a switch)."""
-    drop_versions_except(session=session, keep=[keep])
+def delete_features(*, session: Session, version: int, limit: int) -> int:
+    """Delete at most ``limit`` feature rows of ``version``; returns how many (0: none left).
 
-
-def drop_versions_except(*, session: Session, keep: Collection[int]) -> None:
-    """Delete features and models of every version not in ``keep`` (all of them if empty).
-
-    Used after a switch, and before a fresh reindex to remove what an interrupted one left.
+    A version is removed a bounded chunk per transaction, so that removing the old version of
+    a large corpus never holds the database's write lock for long.
     """
-    keep = list(keep)
-    features = delete(ArticleFeatures)
-    models = delete(IdfModelRow)
-    if keep:
-        features = features.where(ArticleFeatures.model_version.not_in(keep))
-        models = models.where(IdfModelRow.version.not_in(keep))
-    session.execute(features)
-    session.execute(models)
+    some = (
+        select(ArticleFeatures.article_id)
+        .where(ArticleFeatures.model_version == version)
+        .limit(limit)
+        .scalar_subquery()
+    )
+    result = session.execute(
+        delete(ArticleFeatures).where(
+            ArticleFeatures.model_version == version, ArticleFeatures.article_id.in_(some)
+        )
+    )
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+def delete_model(*, session: Session, version: int) -> None:
+    """Delete the model row of ``version`` (what still refers to it goes by cascade)."""
+    session.execute(delete(IdfModelRow).where(IdfModelRow.version == version))
 
 
 def max_article_id(*, session: Session, version: int) -> int:

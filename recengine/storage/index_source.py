@@ -1,84 +1,21 @@
-"""Rows that feed the in-memory indexes, and the article facts a related query needs.
-
-The indexes follow SQL through ``articles.seq``: a full build pages through every live article
-with features of the active model version (:func:`index_rows_after`); afterwards, every change
-is one of the rows :func:`index_changes` returns, deleted articles included (soft deletion
-keeps them visible to this query). Writers commit in ``seq`` order (``state.begin_write``), so
-reading the changes in ``(after, upto]`` for an ``upto`` read from ``engine_state`` earlier
-misses nothing, even under PostgreSQL's per-statement snapshots.
-"""
+"""The article facts a related query needs, read per request (the rows indexes are built from
+and follow are ``storage.index_rows``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import BindParameter, Integer, Row, Select, and_, bindparam, select
+from sqlalchemy import Integer, Row, Select, bindparam, select
 from sqlalchemy.orm import Session
 
 from recengine.storage.articles import in_chunks
+from recengine.storage.index_rows import features_join
 from recengine.storage.models import Article, ArticleFeatures
 
-# id, seq, deleted_at, published_at, category, tags, fingerprint, vector
-IndexRow = Row[int, int, datetime | None, datetime | None, str | None, list[str], int, bytes]
 # id, external_id, title, url, category, tags, fingerprint, vector
 QueryRow = Row[int, str, str, str | None, str | None, list[str], int, bytes]
-
-
-def _features_join(version: int | BindParameter[int]) -> Any:
-    return and_(ArticleFeatures.article_id == Article.id, ArticleFeatures.model_version == version)
-
-
-_COLUMNS = (
-    Article.id,
-    Article.seq,
-    Article.deleted_at,
-    Article.published_at,
-    Article.category,
-    Article.tags,
-    ArticleFeatures.fingerprint,
-    ArticleFeatures.vector,
-)
-
-
-def index_rows_after(
-    *, session: Session, version: int, after_id: int, limit: int
-) -> Sequence[IndexRow]:
-    """Up to ``limit`` live articles with features of ``version`` and ``id > after_id``, by id.
-
-    Each row: ``id, seq, deleted_at, published_at, category, tags, fingerprint, vector``.
-    """
-    return session.execute(
-        select(*_COLUMNS)
-        .join(ArticleFeatures, _features_join(version))
-        .where(Article.id > after_id, Article.deleted_at.is_(None))
-        .order_by(Article.id)
-        .limit(limit)
-    ).all()
-
-
-def index_changes(
-    *, session: Session, version: int, after: tuple[int, int], upto: int, limit: int
-) -> Sequence[IndexRow]:
-    """Articles changed after position ``after = (seq, id)`` and at or before ``upto``.
-
-    Ordered by ``(seq, id)``; the next page starts after the last row's ``(seq, id)``. Rows
-    of deleted articles, and of articles without features of ``version``, come back with
-    ``deleted_at`` set or ``vector`` None: both mean "remove from the index".
-    """
-    seq, last_id = after
-    return session.execute(
-        select(*_COLUMNS)
-        .outerjoin(ArticleFeatures, _features_join(version))
-        .where(
-            (Article.seq > seq) | ((Article.seq == seq) & (Article.id > last_id)),
-            Article.seq <= upto,
-        )
-        .order_by(Article.seq, Article.id)
-        .limit(limit)
-    ).all()
 
 
 # Statements of the per-request reads are built once (SQLAlchemy's statement construction
@@ -100,7 +37,7 @@ _SHOWN = (
 def _query_article_statement() -> Select[*tuple[Any, ...]]:
     return (
         select(*_SHOWN, ArticleFeatures.fingerprint, ArticleFeatures.vector)
-        .outerjoin(ArticleFeatures, _features_join(bindparam("version", type_=Integer)))
+        .outerjoin(ArticleFeatures, features_join(bindparam("version", type_=Integer)))
         .where(Article.external_id == bindparam("external_id"), Article.deleted_at.is_(None))
     )
 
@@ -120,7 +57,7 @@ def query_article(*, session: Session, external_id: str, version: int | None) ->
 def _features_statement() -> Select[*tuple[Any, ...]]:
     return select(
         Article.id, ArticleFeatures.fingerprint, ArticleFeatures.vector, Article.published_at
-    ).join(ArticleFeatures, _features_join(bindparam("version", type_=Integer)))
+    ).join(ArticleFeatures, features_join(bindparam("version", type_=Integer)))
 
 
 def features_by_id(*, session: Session, version: int, ids: Sequence[int]) -> dict[int, Row[Any]]:

@@ -8,11 +8,14 @@ Tables:
   Keyed by version so that a reindex can write a whole new version while readers use the
   active one, then switch in one transaction.
 * ``idf_models``: fitted IDF models (document frequencies), versioned.
-* ``engine_state``: one row: the change sequence counter and the active model version. Every
+* ``engine_state``: one row: the change sequence counter, the active model version and the
+  database's identity (a random id made by the migration; index files and reindex jobs name
+  it, so a file is never used with another database whatever the URL looks like). Every
   write transaction increments ``seq`` first (``UPDATE ... RETURNING``): that row lock orders
   writers, so sequence numbers become visible in commit order and a reader that has seen
   ``seq = s`` has seen every change up to ``s`` (no gaps for an index catching up).
-* ``cluster_members``: near-duplicate clusters (article -> its canonical article).
+* ``cluster_members``: near-duplicate clusters (article -> its canonical article), per model
+  version like the features: a reindex writes its version's clusters before the switch.
 * ``reader_events``: what readers read, for feeds.
 """
 
@@ -116,16 +119,23 @@ class EngineState(Base):
     active_model_version: Mapped[int | None] = mapped_column(
         ForeignKey("idf_models.version", ondelete="SET NULL")
     )
+    database_id: Mapped[str] = mapped_column(String(32))
 
 
 class ClusterMember(Base):
     __tablename__ = "cluster_members"
+    __table_args__ = (
+        Index("ix_cluster_members_version_canonical", "model_version", "canonical_id"),
+    )
 
+    model_version: Mapped[int] = mapped_column(
+        ForeignKey("idf_models.version", ondelete="CASCADE"), primary_key=True
+    )
     article_id: Mapped[int] = mapped_column(
         BigIntKey, ForeignKey("articles.id", ondelete="CASCADE"), primary_key=True
     )
     canonical_id: Mapped[int] = mapped_column(
-        BigIntKey, ForeignKey("articles.id", ondelete="CASCADE"), index=True
+        BigIntKey, ForeignKey("articles.id", ondelete="CASCADE")
     )
     distance: Mapped[int] = mapped_column(Integer)
     score: Mapped[float | None] = mapped_column(Float)

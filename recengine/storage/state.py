@@ -1,11 +1,11 @@
-"""The single ``engine_state`` row: change sequence and active IDF model version."""
+"""The single ``engine_state`` row: change sequence, active IDF model version, database id."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
 
-from sqlalchemy import Select, select, update
+from sqlalchemy import Select, Update, select, update
 from sqlalchemy.orm import Session
 
 from recengine.storage.models import EngineState
@@ -15,6 +15,7 @@ from recengine.storage.models import EngineState
 class State:
     seq: int
     active_model_version: int | None
+    database_id: str = ""
 
 
 def begin_write(*, session: Session) -> State:
@@ -30,21 +31,39 @@ def begin_write(*, session: Session) -> State:
         update(EngineState)
         .where(EngineState.id == 1)
         .values(seq=EngineState.seq + 1)
-        .returning(EngineState.seq, EngineState.active_model_version)
+        .returning(EngineState.seq, EngineState.active_model_version, EngineState.database_id)
     ).one()
-    return State(seq=row.seq, active_model_version=row.active_model_version)
+    return State(*row)
 
 
-def read_state(*, session: Session) -> State:
-    row = session.execute(_read_statement()).one()
-    return State(seq=row.seq, active_model_version=row.active_model_version)
+def lock_writers(*, session: Session) -> None:
+    """Take the writers' lock without a new sequence number: for a write transaction that
+    reads before it writes and changes no article (a reindex writing its new version's rows).
+
+    On SQLite a transaction that reads, then writes after another process committed, fails at
+    once with "database is locked" (its read snapshot is stale: no wait can fix it). Taking the
+    lock first makes it wait its turn like any writer instead.
+    """
+    session.execute(_lock_statement())
 
 
 @cache
-def _read_statement() -> Select[int, int | None]:
+def _lock_statement() -> Update:
+    return update(EngineState).where(EngineState.id == 1).values(seq=EngineState.seq)
+
+
+def read_state(*, session: Session) -> State:
+    """The state row as this transaction sees it."""
+    return State(*session.execute(_read_statement()).one())
+
+
+@cache
+def _read_statement() -> Select[int, int | None, str]:
     """Built once: every related query reads the state first, and building costs more than
     running it."""
-    return select(EngineState.seq, EngineState.active_model_version).where(EngineState.id == 1)
+    return select(EngineState.seq, EngineState.active_model_version, EngineState.database_id).where(
+        EngineState.id == 1
+    )
 
 
 def set_active_model(*, session: Session, version: int) -> None:

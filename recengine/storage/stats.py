@@ -9,6 +9,7 @@ from sqlalchemy import Row, func, select
 from sqlalchemy.orm import Session, aliased
 
 from recengine.storage.articles import in_chunks
+from recengine.storage.clusters import active_rows
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 
 
@@ -51,7 +52,7 @@ def cluster_sizes(*, session: Session) -> dict[int, int]:
     rows = session.execute(
         select(ClusterMember.canonical_id, func.count())
         .join(Article, Article.id == ClusterMember.article_id)
-        .where(ClusterMember.article_id != ClusterMember.canonical_id)
+        .where(active_rows(), ClusterMember.article_id != ClusterMember.canonical_id)
         .where(Article.deleted_at.is_(None))
         .group_by(ClusterMember.canonical_id)
     ).all()
@@ -73,7 +74,7 @@ def cluster_members_of(
                     ClusterMember.distance,
                 )
                 .join(Article, Article.id == ClusterMember.article_id)
-                .where(ClusterMember.canonical_id.in_(chunk))
+                .where(active_rows(), ClusterMember.canonical_id.in_(chunk))
                 .where(ClusterMember.article_id != ClusterMember.canonical_id)
                 .where(Article.deleted_at.is_(None))
                 .order_by(ClusterMember.canonical_id, ClusterMember.distance, Article.id)

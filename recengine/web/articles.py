@@ -77,7 +77,7 @@ def related(article_id: str) -> RelatedOut:
 
     Ranked by cosine of the TF-IDF vectors; a near-duplicate of the article, or of an item
     above, is left out and listed in ``suppressed`` with ``duplicate_of`` and the distance. The
-    worker's index follows SQL before answering (``related.sync_interval_s``), so an article
+    worker's index follows SQL before answering (``index.sync_interval_s``), so an article
     written through any worker shows up here from the next request.
     """
     query = validated_query(RelatedQuery)

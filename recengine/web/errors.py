@@ -30,6 +30,7 @@ from recengine.errors import (
     RecengineError,
     SchemaOutOfDate,
 )
+from recengine.storage.db import is_busy
 from recengine.web.schemas import ErrorBody
 from recengine.web.services import discard_session
 
@@ -88,6 +89,8 @@ STATUS: dict[type[RecengineError], int] = {
     Unavailable: 503,
     TimedOut: 503,
 }
+
+BUSY = "busy"  # 503 code of a database locked by another writer (a Retry-After is sent)
 
 # Werkzeug's own errors (routing, body size, media type), by status.
 HTTP_CODES = {
@@ -210,6 +213,12 @@ def _http_error(exc: HTTPException) -> ResponseReturnValue:
 
 def _database_error(exc: OperationalError) -> ResponseReturnValue:
     discard_session()
+    if is_busy(exc):  # locked by another writer for longer than the wait allows: retry
+        log.warning("database busy: %s", exc.orig)
+        body, status = error_response(
+            BUSY, "the database is busy (locked by another writer); nothing was changed, retry", 503
+        )
+        return body, status, {"Retry-After": "1"}
     log.error("database unavailable: %s", exc.orig)
     return error_response(Unavailable.code, "the database cannot be reached", 503)
 

@@ -27,7 +27,7 @@ from tests.web.conftest import AUTH, KEY
 from tests.web.serving import Reply, call, served
 from tests.web.test_duplicates import repost
 
-# The documented delay is 0 (related.sync_interval_s = 0: each worker's index catches up before
+# The documented delay is 0 (index.sync_interval_s = 0: each worker's index catches up before
 # it answers; articles and clusters are read from SQL). The budget below only absorbs the time
 # the requests themselves take on a busy machine, and a first index build in each worker.
 DEADLINE_S = 10.0

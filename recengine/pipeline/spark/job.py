@@ -1,16 +1,18 @@
 """The Spark reindex, driver side: the same versioned, atomic protocol as the local engine.
 
-1. take the reindex lock of the data directory; drop what an abandoned run left in SQL;
+1. the reindex run's prologue (``pipeline.reindex_run``: the data directory's lock, the pool,
+   the deduplicator); drop what an abandoned run left in SQL;
 2. Spark: articles -> ``(id, TextStats)`` per partition (persisted, tokenized once) -> the
    distributed document-frequency count -> the IDF model, saved under a new, inactive version;
 3. Spark: vectors and fingerprints per partition with the broadcast model, written back to SQL in
    bulk by the executors (many rows per INSERT, one transaction per ``spark.write_batch`` rows);
    near-duplicate pairs by the exact permuted-block join, verified on the executors by the
    local engine's criterion (``spark.neardup``);
-4. driver: features for live articles the input lacked, then the catch-up of articles changed
-   since the start and the atomic switch, by the local engine's own code; in the switch
-   transaction the clusters are formed from Spark's pairs by the local engine's canonical rule
-   (``pipeline.clustering.assign``), and the local near-duplicate index is built.
+4. driver: features for live articles the input lacked, then the tail every engine shares
+   (``pipeline.switch``): the catch-up of articles changed since the start, the new version's
+   local indexes, its clusters formed from Spark's pairs by the local engine's canonical rule
+   (``pipeline.clustering.assign``, :func:`spark_clusters`), all before the switch; then the
+   short switch and the published index files.
 
 Interrupted (driver killed, Ctrl-C), it leaves the old state serving and unused rows of the new
 version, which the next reindex of either engine removes; run it again to finish.
@@ -29,28 +31,25 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import IdfModel
-from recengine.pipeline.clustering import Edge, assign, rank_key
+from recengine.index.neardup import NearDupIndex
+from recengine.pipeline.clustering import Edge
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer, model_params
 from recengine.pipeline.parallel import AnalysisPool
-from recengine.pipeline.reindex_job import JobDir
+from recengine.pipeline.reindex_run import reindex_run
 from recengine.pipeline.spark import compute, source
 from recengine.pipeline.spark.neardup import verified_edges
 from recengine.pipeline.versions import (
     Progress,
-    QuietProgress,
     ReindexResult,
-    catch_up_and_switch,
     drop_stale_versions,
     fill_missing,
     fit_params,
 )
-from recengine.storage.articles import ids_changed_since
-from recengine.storage.clusters import MemberRow, delete_all, insert_rows, published
+from recengine.storage.articles import ids_changed_between
 from recengine.storage.db import transaction
 from recengine.storage.features import save_model
-from recengine.storage.fingerprints import SqlFingerprints
-from recengine.storage.state import read_state
+from recengine.storage.state import lock_writers, read_state
 
 
 @dataclass(frozen=True)
@@ -85,40 +84,31 @@ def spark_reindex(
         dedup: the near-duplicate cluster maintenance (built from the settings when omitted).
     """
     settings = featurizer.settings
-    jobs = JobDir(settings.data_dir)
-    jobs.lock()
-    own = pool is None
-    pool = pool or AnalysisPool(settings, workers=1, featurizer=featurizer)
-    progress = progress or QuietProgress()
-    dedup = dedup or Deduplicator(settings)
-    try:
+    with reindex_run(
+        factory=factory,
+        featurizer=featurizer,
+        batch_size=settings.reindex.batch_size,
+        progress=progress,
+        pool=pool,
+        dedup=dedup,
+    ) as run:
         with transaction(factory) as session:
             start = read_state(session=session)
-        jobs.clear()
+        run.jobs.clear()
         drop_stale_versions(factory, keep={start.active_model_version})
         model, version, edges = _fit_and_write(
             spark, factory, featurizer, url, source_input, start.seq
         )
-        batch = settings.reindex.batch_size
-        filled = fill_missing(factory, pool, model, version, batch, jobs.path)
-        with dedup.pending():
-            caught_up = catch_up_and_switch(
-                factory,
-                featurizer,
-                model,
-                version,
-                start.seq,
-                batch,
-                progress,
-                on_switch=lambda session, _: switch_clusters(
-                    session, edges, start.seq, filled, dedup
-                ),
-            )
-        dedup.save()
-    finally:
-        if own:
-            pool.close()
-        jobs.unlock()
+        run.version = version
+        filled = fill_missing(factory, run.pool, model, version, run.batch_size, run.jobs.path)
+        caught_up = run.finish(
+            model,
+            version,
+            start.seq,
+            clusters=lambda index, seq: spark_clusters(
+                factory, run.dedup, version, index, edges, (start.seq, seq), filled
+            ),
+        )
     reason = f"{len(filled)} articles missing from the input computed locally" if filled else ""
     return ReindexResult(version, model.n_docs, len(model.df), caught_up, reason=reason)
 
@@ -181,30 +171,29 @@ def _fit_and_write(
     return model, version, edges
 
 
-def switch_clusters(
-    session: Session,
-    edges: Sequence[Edge],
-    start_seq: int,
-    filled: Sequence[int],
+def spark_clusters(
+    factory: sessionmaker[Session],
     dedup: Deduplicator,
+    version: int,
+    index: NearDupIndex,
+    edges: Sequence[Edge],
+    changed_between: tuple[int, int],
+    filled: Sequence[int],
 ) -> None:
-    """Inside the switch transaction: clusters from Spark's verified pairs, then the local index.
+    """Clusters of the new version from Spark's verified pairs (before the switch).
 
-    Pairs touching an article changed since the job started (edited, added or deleted while
-    Spark ran) are left out; once the local index is built, ``dedup.update`` recomputes exactly
-    the components those articles, and the ``filled`` ones Spark did not see, are in, which
-    gives what a full recluster gives.
+    Pairs touching an article changed while Spark ran (``changed_between``: from the job's
+    start to the position the index reflects), or one Spark did not see (``filled``), are left
+    out; ``dedup.update_version`` then recomputes exactly the components those articles are in,
+    with the local index of the new version, which gives what a full recluster gives.
     """
-    changed = set(ids_changed_since(session=session, after_seq=start_seq)) | set(filled)
+    after, upto = changed_between
+    with transaction(factory) as session:
+        moved = ids_changed_between(session=session, after_seq=after, upto_seq=upto)
+    changed = set(moved) | set(filled)
     kept = [e for e in edges if e.a not in changed and e.b not in changed]
-    ids = sorted({x for e in kept for x in (e.a, e.b)})
-    dates = published(session=session, article_ids=ids)
-    members = assign({i: rank_key(i, dates.get(i)) for i in ids}, kept)
-    delete_all(session=session)
-    insert_rows(
-        session=session,
-        rows=[MemberRow(m.article_id, m.canonical_id, m.distance, m.score) for m in members],
-    )
-    dedup.index.sync(SqlFingerprints(session))  # the local index build
+    dedup.cluster_edges(factory, version, kept)
     if changed:
-        dedup.update(session, sorted(changed))
+        with transaction(factory) as session:
+            lock_writers(session=session)  # it reads, then writes
+            dedup.update_version(session, sorted(changed), version, index)

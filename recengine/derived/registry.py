@@ -1,0 +1,21 @@
+"""Every kind of derived index a deployment keeps, by name: what a reindex publishes after its
+switch, and what the conformance test runs over (``tests/test_index_conformance.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recengine.config import Settings
+from recengine.derived.neardup import NearDupKind, neardup_follower
+from recengine.derived.related import RelatedKind, related_follower
+from recengine.index.follower import Follower
+
+KINDS = (NearDupKind.name, RelatedKind.name)
+
+
+def followers(settings: Settings, *, background: bool = False) -> dict[str, Follower[Any]]:
+    """A new follower of each kind, by kind name (see :data:`KINDS`)."""
+    return {
+        NearDupKind.name: neardup_follower(settings),
+        RelatedKind.name: related_follower(settings, background=background),
+    }

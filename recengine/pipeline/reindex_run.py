@@ -1,0 +1,119 @@
+"""One reindex run: the prologue and tail that full, incremental and Spark reindexes share.
+
+Each engine does its own middle (tokenize, fit, write features, or recompute changed articles in
+place); around it, :func:`reindex_run` is the same for all:
+
+* **prologue**: the data directory's reindex lock (one reindex at a time; a second one fails at
+  once with ``ReindexBusy``), the analysis pool (the caller's, or one made here and closed at
+  the end), the deduplicator, the progress receiver;
+* **tail** (:meth:`ReindexRun.finish`, for engines that fit a new model): the switch to the new
+  version with its catch-up, clusters and published indexes (``pipeline.switch``), the removal
+  of the old version in short transactions, the job record cleared;
+* **always**: the pool closed and the lock released, however the run ends. An interrupt
+  (Ctrl-C) after the switch committed is reported as such (``InterruptedAfterSwitch``): the
+  database is asked, since the stack cannot tell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.features.tfidf import IdfModel
+from recengine.pipeline.dedup import Deduplicator
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.parallel import AnalysisPool
+from recengine.pipeline.reindex_job import JobDir
+from recengine.pipeline.switch import Clusters, Switch, switch_to
+from recengine.pipeline.versions import (
+    Progress,
+    QuietProgress,
+    drop_stale_versions,
+    raise_if_switched,
+)
+
+
+@dataclass
+class ReindexRun:
+    """What every step of one reindex needs (made by :func:`reindex_run`)."""
+
+    factory: sessionmaker[Session]
+    featurizer: Featurizer
+    pool: AnalysisPool
+    jobs: JobDir
+    batch_size: int
+    progress: Progress
+    dedup: Deduplicator
+    version: int | None = None  # the new model's, once saved (to report an interrupt right)
+
+    def finish(self, model: IdfModel, version: int, start_seq: int, clusters: Clusters) -> int:
+        """Switch to ``version`` (see ``pipeline.switch``), drop the old version, clear the job.
+
+        Args:
+            model: the new IDF model, whose features are written as of ``start_seq``.
+            clusters: writes the new version's clusters from its near-duplicate index.
+
+        Returns:
+            How many article rows the catch-up recomputed.
+        """
+        self.version = version
+        switch = Switch(
+            self.factory,
+            self.featurizer,
+            self.dedup,
+            model,
+            version,
+            self.batch_size,
+            self.progress,
+        )
+        caught_up = switch_to(switch, start_seq, clusters)
+        drop_stale_versions(self.factory, keep={version})
+        self.jobs.clear()
+        return caught_up
+
+
+@contextmanager
+def reindex_run(
+    *,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    batch_size: int,
+    progress: Progress | None = None,
+    pool: AnalysisPool | None = None,
+    data_dir: Path | None = None,
+    dedup: Deduplicator | None = None,
+) -> Iterator[ReindexRun]:
+    """The prologue and the ending of a reindex run (see the module docstring).
+
+    Raises:
+        ReindexBusy: another reindex holds the data directory's lock.
+        ValueError: ``batch_size < 1``.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    settings = featurizer.settings
+    jobs = JobDir(data_dir or settings.data_dir)
+    jobs.lock()
+    own_pool = pool is None
+    run = ReindexRun(
+        factory,
+        featurizer,
+        pool or AnalysisPool(settings, workers=1, featurizer=featurizer),
+        jobs,
+        batch_size,
+        progress or QuietProgress(),
+        dedup or Deduplicator(settings),
+    )
+    try:
+        yield run
+    except KeyboardInterrupt:
+        raise_if_switched(factory, run.version)
+        raise
+    finally:
+        if own_pool:
+            run.pool.close()
+        jobs.unlock()

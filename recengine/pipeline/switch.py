@@ -1,0 +1,170 @@
+"""Switching readers to a new model version while writers keep writing: the end of every reindex
+that fits a new model (local and Spark engines).
+
+Before the switch, features of the new version exist for every article as of the reindex's
+start. What happens next, in order (``switch_to``):
+
+1. **catch-up** outside the writers' lock: articles changed since the start are read in a short
+   read transaction, analysed outside any transaction, and their features written in a short
+   write transaction (never a read then a write in one transaction: on SQLite a commit by
+   another process in between fails the write with "database is locked");
+2. **derived indexes** of the new version (``derived.registry``: near-duplicates, related, ...)
+   are built from SQL, as of the position the catch-up reached;
+3. **clusters** of the new version are computed and written under it, outside the lock
+   (``clusters(index, seq)``: the local engine's full recluster, or Spark's verified pairs);
+4. **rounds**: the articles changed since the last round get their features, their place in
+   the new version's near-duplicate index and their clusters, until a round finds only a few;
+5. **the switch**, one short transaction under the writers' lock (``state.begin_write``): the
+   last few catch up, the active version changes, their clusters are updated. Its work is
+   bounded by what was written during the last round, not by the corpus;
+6. **publish**: every derived index of the new version is caught up and saved, so servers
+   load the files instead of building (each kind's build lock is held from before the switch
+   until its file is saved: a process that needs the new version waits, then loads it).
+
+An index of the new version may hold stale rows of articles that changed after the position it
+was rewound to (``Follower.rewind``): their features of the new version are written later
+without a new ``seq``, and the follower applies them again then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.derived.neardup import NearDupKind
+from recengine.derived.registry import followers
+from recengine.features.tfidf import IdfModel
+from recengine.index.follower import Follower
+from recengine.index.neardup import NearDupIndex
+from recengine.pipeline.checkpoints import checkpoint
+from recengine.pipeline.dedup import Deduplicator
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.versions import Progress, write_features
+from recengine.storage.articles import changed_since, ids_changed_between
+from recengine.storage.db import transaction
+from recengine.storage.index_rows import SqlIndexRows, index_rows
+from recengine.storage.state import begin_write, lock_writers, set_active_model
+
+SMALL_ROUND = 32  # articles: a round this small ends the rounds (the switch does the rest)
+MAX_ROUNDS = 20
+
+# (the new version's near-duplicate index as of seq, seq) -> its clusters written under it
+Clusters = Callable[[NearDupIndex, int], object]
+
+
+@dataclass
+class Switch:
+    """What the switch needs: the database, the analysis, the new model and its version."""
+
+    factory: sessionmaker[Session]
+    featurizer: Featurizer
+    dedup: Deduplicator
+    model: IdfModel
+    version: int
+    batch_size: int
+    progress: Progress
+    caught_up: int = 0
+
+
+def switch_to(switch: Switch, start_seq: int, clusters: Clusters) -> int:
+    """Catch up, build and cluster the new version, switch to it, publish its indexes.
+
+    Returns:
+        How many article rows the catch-up recomputed.
+    """
+    switch.progress.start("catch-up", None)
+    seq = _catch_up_outside(switch, start_seq)
+    indexes = followers(switch.featurizer.settings)
+    for follower in indexes.values():
+        with index_rows(switch.factory) as rows:
+            follower.sync(rows, version=switch.version)
+        follower.rewind(seq)
+    near: Follower[NearDupIndex] = indexes[NearDupKind.name]
+    switch.progress.start("clusters", None)
+    clusters(_index(near), seq)
+    for _ in range(MAX_ROUNDS):
+        seq, changed = _round(switch, near, seq)
+        if changed <= SMALL_ROUND:
+            break
+    checkpoint("prepared")
+    with ExitStack() as locks:
+        held = {name: locks.enter_context(ExitStack()) for name in indexes}
+        for name, follower in indexes.items():
+            held[name].enter_context(follower.build_lock())
+        _switch(switch, near, seq)
+        checkpoint("switched")
+        for name, follower in indexes.items():  # near-duplicates first: writers wait for it
+            _publish(switch.factory, follower)
+            held[name].close()
+    return switch.caught_up
+
+
+def _catch_up_outside(switch: Switch, seq: int) -> int:
+    """Features of the new version for every article changed after ``seq``, until none is
+    left; returns the ``seq`` of the last one (``seq`` itself when there was none)."""
+    position, last = (seq + 1, 0), seq  # (seq + 1, 0): just after every row of seq
+    while True:
+        with transaction(switch.factory) as session:
+            rows = changed_since(session=session, after=position, limit=switch.batch_size)
+        if not rows:
+            return last  # (rows of one seq commit together: all of last's are done)
+        features = _features(switch, rows)
+        with transaction(switch.factory) as session:
+            write_features(session, switch.version, features)
+        position, last = (rows[-1].seq, rows[-1].id), rows[-1].seq
+        switch.caught_up += len(rows)
+        switch.progress.update(len(rows))
+
+
+def _features(switch: Switch, rows: Any) -> list[Any]:
+    stats = [switch.featurizer.analyze(r.title, r.content) for r in rows]
+    computed = switch.featurizer.features(stats, switch.model)
+    return [(r.id, f) for r, f in zip(rows, computed, strict=True)]
+
+
+def _round(switch: Switch, near: Follower[NearDupIndex], seq: int) -> tuple[int, int]:
+    """One round outside the lock: what changed after ``seq`` gets its features, its place in
+    the near-duplicate index and its clusters. Returns ``(new seq, articles changed)``."""
+    upto = _catch_up_outside(switch, seq)
+    if upto == seq:
+        return seq, 0
+    with index_rows(switch.factory) as rows:
+        near.sync(rows, version=switch.version)
+    near.rewind(upto)
+    with transaction(switch.factory) as session:
+        lock_writers(session=session)  # it reads, then writes: lock first (see lock_writers)
+        changed = ids_changed_between(session=session, after_seq=seq, upto_seq=upto)
+        switch.dedup.update_version(session, changed, switch.version, _index(near))
+    return upto, len(changed)
+
+
+def _switch(switch: Switch, near: Follower[NearDupIndex], seq: int) -> None:
+    """The switch transaction, under the writers' lock: the last changes, then the switch."""
+    with transaction(switch.factory) as session:
+        state = begin_write(session=session)
+        position = (seq + 1, 0)
+        while rows := changed_since(session=session, after=position, limit=switch.batch_size):
+            write_features(session, switch.version, _features(switch, rows))
+            position = (rows[-1].seq, rows[-1].id)
+            switch.caught_up += len(rows)
+        set_active_model(session=session, version=switch.version)
+        held = near.sync(SqlIndexRows(session))  # the new version is active in this transaction
+        assert held is not None and held.version == switch.version
+        changed = ids_changed_between(session=session, after_seq=seq, upto_seq=state.seq)
+        if changed:
+            switch.dedup.update_version(session, changed, switch.version, held.index)
+
+
+def _publish(factory: sessionmaker[Session], follower: Follower[Any]) -> None:
+    with index_rows(factory) as rows:
+        follower.sync(rows)
+    follower.save()
+
+
+def _index(follower: Follower[NearDupIndex]) -> NearDupIndex:
+    assert follower.held is not None
+    return follower.held.index

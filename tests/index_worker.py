@@ -1,0 +1,92 @@
+"""A separate process holding one follower of a derived index kind, driven over a pipe.
+
+Used by ``tests/test_index_conformance.py``: two of these play two server processes. Each
+holds the follower of one kind (for the near-duplicate kind, the one its ingester's clusters
+use, so writes sync it inside their transactions) and runs the operations it is sent.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+
+from recengine.config import load_settings
+from recengine.derived.registry import followers
+from recengine.index.follower import Follower
+from recengine.pipeline.dedup import Deduplicator
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.reindex import reindex
+from recengine.storage.articles import get_article, soft_delete
+from recengine.storage.db import make_engine, make_session_factory, transaction
+from recengine.storage.index_rows import SqlIndexRows
+from recengine.storage.state import begin_write
+
+
+class Rollback(Exception):
+    """Raised inside a write transaction to roll it back after the index saw it."""
+
+
+def canonical(follower: Follower[Any]) -> dict[str, bytes]:
+    """The held index in a form that does not depend on how it was reached: compacted (one
+    segment for segmented kinds), as its arrays' bytes."""
+    held = follower.held
+    assert held is not None
+    arrays = follower.kind.arrays(follower.kind.compact(held.index))
+    out = {k: np.ascontiguousarray(v).tobytes() + str(v.dtype).encode() for k, v in arrays.items()}
+    return {**out, "size": str(follower.kind.size(held.index)).encode()}
+
+
+def serve(conn: Connection, overrides: dict[str, Any], kind: str) -> None:
+    """Run operations from ``conn`` until ``("stop",)``; answer each with its result."""
+    settings = load_settings(overrides)
+    engine = make_engine(settings.resolved_database_url)
+    factory = make_session_factory(engine)
+    featurizer = Featurizer(settings)
+    follower = followers(settings)[kind]
+    dedup = Deduplicator(settings, index=follower) if kind == "neardup" else Deduplicator(settings)
+    ingester = Ingester(factory, featurizer, dedup=dedup)
+
+    def sync() -> dict[str, bytes]:
+        with transaction(factory) as session:
+            assert follower.sync(SqlIndexRows(session)) is not None
+        return canonical(follower)
+
+    def rollback(external_id: str) -> bool:
+        """Delete an article in a transaction the index syncs with, then roll it back."""
+        try:
+            with follower.pending(), transaction(factory) as session:
+                state = begin_write(session=session)
+                article = get_article(session=session, external_id=external_id)
+                if article is not None:
+                    now = datetime.now(UTC)
+                    soft_delete(session=session, article_id=article.id, seq=state.seq, now=now)
+                follower.sync(SqlIndexRows(session))
+                raise Rollback
+        except Rollback:
+            return follower.held is None  # forgotten: it held a change that never happened
+
+    ops = {
+        "ingest": lambda records: ingester.ingest_records(records).inserted,
+        "delete": lambda ids: ingester.delete(ids),
+        "reindex": lambda: reindex(factory=factory, featurizer=featurizer, dedup=dedup).version,
+        "rollback": rollback,
+        "sync": sync,
+        "stats": lambda: follower.stats.__dict__,
+    }
+    try:
+        while True:
+            op, *args = conn.recv()
+            if op == "stop":
+                break
+            try:
+                conn.send(("ok", ops[op](*args)))
+            except Exception as exc:  # the test fails with the worker's error
+                conn.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        ingester.close()
+        engine.dispose()
+        conn.close()
