@@ -194,7 +194,7 @@ def in_process(settings: Settings, paths: list[str]) -> dict[str, float]:
 
 
 def load(base: str, paths: list[str], rate: float, args: argparse.Namespace) -> dict[str, float]:
-    common = {"rate": rate, "keepalive": args.keepalive}
+    common = {"rate": rate, "keepalive": args.keepalive, "connections": args.connections}
     loadgen.run(base, paths, seconds=args.warmup, seed=1, **common)
     return loadgen.run(base, paths, seconds=args.seconds, seed=2, **common).summary()
 
@@ -214,6 +214,12 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=10.0)
     parser.add_argument(
         "--keepalive", action="store_true", help="reuse 64 connections (default: one per request)"
+    )
+    parser.add_argument(
+        "--connections",
+        type=int,
+        default=64,
+        help="requests in flight at most (more wait in the generator, their latency counting)",
     )
     parser.add_argument(
         "--servers",
