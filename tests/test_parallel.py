@@ -51,7 +51,7 @@ def test_pool_gives_what_one_process_gives(
         got = [pair for b in pool.analyze_batches(batches(items, 7)) for pair in b]
         assert got == expected  # same ids, same order, same counts and hashes
         texts = [text_of(t, c) for _, t, c in items]
-        assert pool.count_texts(texts) == [s for _, s in expected]
+        assert pool.count_texts(texts).stats() == [s for _, s in expected]
         model = fit_idf(s.counts for _, s in expected)
         stats = batches([(i, s) for i, s in expected], 9)  # type: ignore[arg-type]
         parallel = [r for b in pool.features_batches(stats, model, tmp_path) for r in b]
@@ -72,7 +72,8 @@ def test_spool_records_and_their_features_match_one_process(
         records = list(pool.spool_batches(batches(items, 7)))
         local_records = list(serial.spool_batches(batches(items, 7)))
         assert [(r.n_docs, r.df) for r in records] == [(r.n_docs, r.df) for r in local_records]
-        assert [pair for r in records for pair in pickle.loads(r.payload)] == expected
+        spooled = [pickle.loads(r.payload) for r in records]
+        assert [p for b in spooled for p in zip(b.ids, b.analyzed.stats(), strict=True)] == expected
         assert [r.n_docs for r in records] == [len(b) for b in batches(items, 7)]
         df: Counter[str] = Counter()
         for r in records:
@@ -115,7 +116,11 @@ def test_in_process_mode_uses_the_given_featurizer(
     featurizer = Featurizer(plain_settings)
     pool = AnalysisPool(plain_settings, workers=1, featurizer=featurizer)
     assert not pool.parallel
-    assert pool.count_texts(["机器学习 数据库"])[0].counts == {"机器": 1, "学习": 1, "数据库": 1}
+    assert pool.count_texts(["机器学习 数据库"]).stats()[0].counts == {
+        "机器": 1,
+        "学习": 1,
+        "数据库": 1,
+    }
     assert resolve_workers(0) >= 1
     with pytest.raises(ValueError, match="workers"):
         resolve_workers(-1)
@@ -212,4 +217,4 @@ def test_a_worker_killed_mid_run_is_a_clear_error(
         with pytest.raises(WorkerDied, match="worker process died"):
             for _ in results:
                 pass
-        assert pool.count_texts(["数据库 索引"] * 4)[0].counts == {"数据库": 1, "索引": 1}
+        assert pool.count_texts(["数据库 索引"] * 4).stats()[0].counts == {"数据库": 1, "索引": 1}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -11,16 +12,24 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.cli import main
 from recengine.cli.context import CliContext
 from recengine.config import Settings
-from recengine.pipeline.featurize import Featurizer, TextStats
+from recengine.features.counts import TermCounts
+from recengine.features.hashing import TermHasher
+from recengine.pipeline.featurize import Analyzed, Featurizer, TextStats
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.reindex import reindex
-from recengine.pipeline.reindex_job import JobDir, JobRecord, ReindexBusy
+from recengine.pipeline.reindex_job import JobDir, JobRecord, ReindexBusy, SpoolBatch
 from recengine.storage.features import model_versions
 from tests.factories import record
 
 
-def batch(start: int) -> list[tuple[int, TextStats]]:
-    return [(i, TextStats(f"h{i}", {"词": i, "w": 1}, i + 1)) for i in range(start, start + 3)]
+def batch(start: int) -> SpoolBatch:
+    ids = list(range(start, start + 3))
+    counts = TermCounts.from_dicts([{"词": i + 1, "w": 1} for i in ids], TermHasher())
+    return SpoolBatch(ids, Analyzed([f"h{i}" for i in ids], counts))
+
+
+def contents(batches: Iterable[SpoolBatch]) -> list[tuple[list[int], list[TextStats]]]:
+    return [(b.ids, b.analyzed.stats()) for b in batches]
 
 
 def test_a_torn_spool_tail_is_cut_off(tmp_path: Path) -> None:
@@ -31,11 +40,11 @@ def test_a_torn_spool_tail_is_cut_off(tmp_path: Path) -> None:
     whole = jobs.spool_size()
     with jobs.spool_path.open("ab") as handle:
         handle.write(b"\x40\x00\x00\x00\x00\x00\x00\x00\x01\x02")  # a crash mid-record
-    assert list(jobs.batches()) == [batch(0), batch(3)]
+    assert contents(jobs.batches()) == contents([batch(0), batch(3)])
     with jobs.open_spool() as spool:  # resuming appends after the last whole record
         assert jobs.spool_path.stat().st_size == whole
         jobs.append(spool, batch(6))
-    assert list(jobs.batches()) == [batch(0), batch(3), batch(6)]
+    assert contents(jobs.batches()) == contents([batch(0), batch(3), batch(6)])
     jobs.clear()
     assert list(jobs.batches()) == [] and jobs.load() is None
 

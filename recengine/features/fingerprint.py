@@ -16,11 +16,11 @@ unchanged, so unnormalised ``tf * idf`` and unit vectors agree on the same terms
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
 
+from recengine.features.counts import TermCounts
 from recengine.features.hashing import TermHasher
 from recengine.features.simhash import simhash_many
 from recengine.features.tfidf import IdfModel, SparseVector
@@ -40,31 +40,34 @@ def fingerprints(vectors: Sequence[SparseVector], top_n: int) -> npt.NDArray[np.
 def count_fingerprints(
     counts: Sequence[Mapping[str, int]], model: IdfModel, hasher: TermHasher
 ) -> npt.NDArray[np.uint64]:
+    """``uint64 (len(counts),)`` simhash fingerprints over every term, weight ``tf * idf``
+    (:func:`batch_fingerprints` of one term -> count mapping per document)."""
+    return batch_fingerprints(TermCounts.from_dicts(counts, hasher), model)
+
+
+def batch_fingerprints(
+    counts: TermCounts, model: IdfModel, idf: npt.NDArray[np.float64] | None = None
+) -> npt.NDArray[np.uint64]:
     """``uint64 (len(counts),)`` simhash fingerprints over every term, weight ``tf * idf``.
 
     Weights are divided by each document's largest (which changes no sign) and rounded to
-    float32, as the simhash's exact-sum argument needs. The whole batch is weighed at once
-    (one pass over all terms) rather than document by document.
+    float32, as the simhash's exact-sum argument needs. The whole batch is weighed at once.
 
     Args:
-        counts: per document, term -> count.
+        counts: the documents' term counts.
         model: the IDF model (unknown terms get its ``unknown_idf``).
-        hasher: the shared term-hash cache.
+        idf: ``float64 (V,)`` the idf of ``counts.terms`` when the caller has it already.
     """
-    if not counts:
+    if not len(counts):
         return np.zeros(0, dtype=np.uint64)
-    sizes = np.fromiter(map(len, counts), dtype=np.int64, count=len(counts))
-    total = int(sizes.sum())
-    terms = list(chain.from_iterable(counts))
-    tf = np.fromiter(chain.from_iterable(d.values() for d in counts), np.float64, count=total)
-    idf = np.fromiter(map(model.idf_table.__getitem__, terms), np.float64, count=total)
-    weights = tf * idf
-    starts = np.cumsum(sizes) - sizes
+    idf = model.idf_of(counts.terms) if idf is None else idf
+    weights = counts.counts.astype(np.float64) * idf[counts.index]
+    sizes = counts.sizes
     filled = sizes > 0
     top = np.ones(len(counts))
-    if total:
-        top[filled] = np.maximum.reduceat(weights, starts[filled])
-    weights = (weights / np.repeat(top, sizes)).astype(np.float32)
-    hashes = hasher.hashes(terms)
-    bounds = np.cumsum(sizes)[:-1]
-    return simhash_many(np.split(hashes, bounds), np.split(weights, bounds))
+    if len(weights):
+        top[filled] = np.maximum.reduceat(weights, counts.indptr[:-1][filled])
+    scaled = (weights / np.repeat(top, sizes)).astype(np.float32)
+    hashes = counts.hashes[counts.index]
+    bounds = counts.indptr[1:-1]
+    return simhash_many(np.split(hashes, bounds), np.split(scaled, bounds))

@@ -20,17 +20,19 @@ order are deterministic on every machine and engine.
 
 from __future__ import annotations
 
+import itertools
 import math
 import struct
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
 
+from recengine.features.counts import TermCounts
 from recengine.features.hashing import TermHasher
 
 
@@ -123,6 +125,10 @@ class IdfModel:
     def idf(self, term: str) -> float:
         return self.idf_table[term]
 
+    def idf_of(self, terms: Sequence[str]) -> npt.NDArray[np.float64]:
+        """``float64 (len(terms),)`` the idf of each term (one look-up per term, in C)."""
+        return np.fromiter(map(self.idf_table.__getitem__, terms), np.float64, count=len(terms))
+
     def to_bytes(self) -> bytes:
         """zlib-compressed: ``<u8 n_docs``, ``<u4 terms``, df as ``<u4``, then the terms."""
         terms = sorted(self.df)
@@ -203,38 +209,51 @@ class TfidfVectorizer:
         """One document's vector from its term counts (see the module docstring)."""
         if not counts:
             return EMPTY_VECTOR
-        terms = list(counts)
-        n = len(terms)
-        tf = np.fromiter(counts.values(), dtype=np.float64, count=n)
-        if self.sublinear_tf:
-            tf = 1.0 + np.log(tf)
-        idf = np.fromiter(map(self.model.idf_table.__getitem__, terms), np.float64, count=n)
-        weights = tf * idf
-        order = self._top(terms, weights)
-        kept = weights[order]
-        kept /= np.sqrt(np.dot(kept, kept))
-        top_terms = [terms[i] for i in order.tolist()]
-        return SparseVector(
-            terms=tuple(top_terms),
-            hashes=self.hasher.hashes(top_terms),
-            weights=kept.astype(np.float32),
-        )
-
-    def _top(self, terms: list[str], weights: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
-        """Indices of the ``max_terms`` largest weights, ties broken by term hash ascending.
-
-        Only terms that can make the cut are hashed: every weight above the ``max_terms``-th
-        largest, and all weights equal to it.
-        """
-        m = self.max_terms
-        if len(weights) > m:
-            threshold = np.partition(weights, len(weights) - m)[len(weights) - m]
-            candidates = np.flatnonzero(weights >= threshold)
-        else:
-            candidates = np.arange(len(weights))
-        hashes = self.hasher.hashes([terms[i] for i in candidates.tolist()])
-        order = np.lexsort((hashes, -weights[candidates]))[:m]
-        return candidates[order]
+        return self.transform_counts(TermCounts.from_dicts([counts], self.hasher))[0]
 
     def transform_many(self, counts: Iterable[Mapping[str, int]]) -> list[SparseVector]:
-        return [self.transform(c) for c in counts]
+        docs = list(counts)
+        return self.transform_counts(TermCounts.from_dicts(docs, self.hasher))
+
+    def weights(
+        self, counts: TermCounts, idf: npt.NDArray[np.float64] | None = None
+    ) -> npt.NDArray[np.float64]:
+        """``float64 (nnz,)`` the weight ``tf * idf`` of every entry of ``counts``.
+
+        Args:
+            idf: ``float64 (V,)`` the idf of ``counts.terms`` when the caller has it already.
+        """
+        idf = self.model.idf_of(counts.terms) if idf is None else idf
+        tf = counts.counts.astype(np.float64)
+        if self.sublinear_tf:
+            tf = 1.0 + np.log(tf)
+        weights: npt.NDArray[np.float64] = tf * idf[counts.index]
+        return weights
+
+    def transform_counts(
+        self, counts: TermCounts, idf: npt.NDArray[np.float64] | None = None
+    ) -> list[SparseVector]:
+        """The vector of every document of ``counts``, in order.
+
+        The ``max_terms`` largest weights of each document are found for the whole batch by
+        one sort (document, weight descending, term hash ascending); each document's kept
+        weights are then divided by their L2 norm.
+        """
+        weights = self.weights(counts, idf)
+        hashes = counts.hashes[counts.index]
+        order = np.lexsort((hashes, -weights, counts.rows()))
+        rank = np.arange(len(order)) - np.repeat(counts.indptr[:-1], counts.sizes)
+        picked = order[rank < self.max_terms]
+        kept_sizes = np.minimum(counts.sizes, self.max_terms)
+        bounds = np.concatenate(([0], np.cumsum(kept_sizes))).tolist()
+        kept_w, kept_h = weights[picked], hashes[picked]
+        kept_terms = [counts.terms[i] for i in counts.index[picked].tolist()]
+        out = []
+        for lo, hi in itertools.pairwise(bounds):
+            if lo == hi:
+                out.append(EMPTY_VECTOR)
+                continue
+            w = kept_w[lo:hi]
+            w = w / np.sqrt(np.dot(w, w))
+            out.append(SparseVector(tuple(kept_terms[lo:hi]), kept_h[lo:hi], w.astype(np.float32)))
+        return out

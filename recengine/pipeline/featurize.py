@@ -1,8 +1,13 @@
 """The per-article computation shared by ingest and reindex: text -> counts -> vector + fingerprint.
 
-Split in two steps because they need different things: :meth:`Featurizer.analyze` needs only
-the tokenizer (and dominates the cost), :meth:`Featurizer.features` needs the IDF model. Reindex
-runs the first step over the whole corpus before the model exists.
+Split in two steps because they need different things: :meth:`Featurizer.analyze_many` needs
+only the tokenizer (and dominates the cost), :meth:`Featurizer.features_of` needs the IDF model.
+Reindex runs the first step over the whole corpus before the model exists.
+
+Both steps work on batches (:class:`Analyzed`: the texts' hashes and one
+:class:`~recengine.features.counts.TermCounts` matrix), so that the work after the tokenizer's
+``cut`` is numpy over the batch rather than Python per token or per term. :class:`TextStats`
+(one article's counts as a dictionary) remains for callers that handle articles one by one.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from recengine.config import Settings
-from recengine.features.fingerprint import count_fingerprints, fingerprints
+from recengine.features.counts import TermCounts
+from recengine.features.fingerprint import batch_fingerprints, fingerprints
 from recengine.features.hashing import TermHasher
 from recengine.features.tfidf import IdfModel, TfidfVectorizer
 from recengine.text.boilerplate import strip_boilerplate
@@ -28,6 +34,39 @@ class TextStats:
     text_hash: str
     counts: dict[str, int]
     n_tokens: int
+
+
+@dataclass(frozen=True, eq=False)
+class Analyzed:
+    """What the texts of a batch contribute: their hashes and their term counts, in order."""
+
+    text_hashes: list[str]
+    counts: TermCounts
+
+    def __post_init__(self) -> None:
+        if len(self.text_hashes) != len(self.counts):
+            raise ValueError(f"{len(self.text_hashes)} hashes for {len(self.counts)} texts")
+
+    def __len__(self) -> int:
+        return len(self.text_hashes)
+
+    def take(self, rows: Sequence[int]) -> Analyzed:
+        return Analyzed([self.text_hashes[i] for i in rows], self.counts.take(rows))
+
+    def stats(self) -> list[TextStats]:
+        """One :class:`TextStats` per text (a dictionary each: for callers that need one)."""
+        n_tokens = self.counts.n_tokens().tolist()
+        return [
+            TextStats(h, self.counts.as_dict(i), n)
+            for i, (h, n) in enumerate(zip(self.text_hashes, n_tokens, strict=True))
+        ]
+
+    @classmethod
+    def concat(cls, parts: Sequence[Analyzed]) -> Analyzed:
+        return cls(
+            [h for p in parts for h in p.text_hashes],
+            TermCounts.concat([p.counts for p in parts]),
+        )
 
 
 @dataclass(frozen=True)
@@ -75,11 +114,31 @@ class Featurizer:
 
     def count(self, text: str) -> TextStats:
         """Term counts of an already cleaned text (see :func:`text_of`)."""
-        counts = self.tokenizer.term_counts(text)
-        return TextStats(text_hash=text_hash(text), counts=counts, n_tokens=sum(counts.values()))
+        return self.count_many([text]).stats()[0]
+
+    def analyze_many(self, items: Sequence[tuple[str, str]]) -> Analyzed:
+        """:meth:`count_many` of the texts of ``(title, content)`` pairs."""
+        return self.count_many([self.text(title, content) for title, content in items])
+
+    def count_many(self, texts: Sequence[str]) -> Analyzed:
+        """Hashes and term counts of already cleaned texts, in order."""
+        counted = self.tokenizer.count_many(texts)
+        counts = TermCounts(
+            terms=counted.terms,
+            hashes=self.hasher.hashes(counted.terms),
+            indptr=counted.indptr,
+            index=counted.index,
+            counts=counted.counts,
+        )
+        return Analyzed([text_hash(t) for t in texts], counts)
 
     def features(self, stats: Sequence[TextStats], model: IdfModel) -> list[FeatureRow]:
-        """Stored vector and fingerprint of each text.
+        """:meth:`features_of` for articles held as :class:`TextStats`."""
+        counts = TermCounts.from_dicts([s.counts for s in stats], self.hasher)
+        return self.features_of(counts, model)
+
+    def features_of(self, counts: TermCounts, model: IdfModel) -> list[FeatureRow]:
+        """Stored vector and fingerprint of each document of ``counts``.
 
         The fingerprint always weighs terms by *raw-count* TF-IDF (all terms, or the top
         ``simhash_top_n``: the near-duplicate method's features), whatever
@@ -87,20 +146,22 @@ class Featurizer:
         related-articles ranking are tuned separately (``BENCHMARKS.md``).
         """
         f = self.settings.features
+        idf = model.idf_of(counts.terms)  # one look-up per distinct term of the batch
         vectorizer = TfidfVectorizer(
             model, f.vector_max_terms, sublinear_tf=f.sublinear_tf, hasher=self.hasher
         )
-        vectors = [vectorizer.transform(s.counts) for s in stats]
+        vectors = vectorizer.transform_counts(counts, idf)
         if not f.simhash_top_n:
-            prints = count_fingerprints([s.counts for s in stats], model, self.hasher)
+            prints = batch_fingerprints(counts, model, idf)
         elif f.sublinear_tf:
             raw = TfidfVectorizer(model, f.simhash_top_n, hasher=self.hasher)
-            prints = fingerprints([raw.transform(s.counts) for s in stats], f.simhash_top_n)
+            prints = fingerprints(raw.transform_counts(counts, idf), f.simhash_top_n)
         else:
             prints = fingerprints(vectors, f.simhash_top_n)
+        n_tokens = counts.n_tokens().tolist()
         return [
-            FeatureRow(fingerprint=p, vector=v.to_bytes(), n_tokens=s.n_tokens)
-            for p, v, s in zip(prints.tolist(), vectors, stats, strict=True)
+            FeatureRow(fingerprint=p, vector=v.to_bytes(), n_tokens=n)
+            for p, v, n in zip(prints.tolist(), vectors, n_tokens, strict=True)
         ]
 
 

@@ -28,8 +28,9 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.errors import InvalidRecord, NotFound
+from recengine.features.counts import EMPTY_COUNTS
 from recengine.pipeline.dedup import Deduplicator
-from recengine.pipeline.featurize import Featurizer, TextStats, model_params, text_hash
+from recengine.pipeline.featurize import Analyzed, Featurizer, model_params, text_hash
 from recengine.pipeline.models import ModelCache
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.readers import RawRecord
@@ -174,16 +175,18 @@ class Ingester:
         texts = {rid: self.featurizer.text(latest[rid].title, latest[rid].content) for rid in todo}
         # Tokenizing is the expensive part: do it outside the write lock, and not at all while
         # there is no model to use the counts (the first reindex tokenizes everything anyway).
-        stats = self._count(todo, texts) if has_model else {}
+        counted = self._count(todo, texts) if has_model else _Counted.empty()
         if has_model:
             self.dedup.prepare(self.factory)  # a load or build happens here, not under the lock
         with self.dedup.pending(), transaction(self.factory) as session:
-            self._write(session, latest, hashes, texts, stats, summary)
+            self._write(session, latest, hashes, texts, counted, summary)
 
-    def _count(self, todo: list[str], texts: dict[str, str]) -> dict[str, TextStats]:
+    def _count(self, todo: list[str], texts: dict[str, str]) -> _Counted:
+        """Term counts of the texts of ``todo`` (on the pool when the batch is large)."""
+        batch = [texts[rid] for rid in todo]
         if len(todo) < self.settings.ingest.parallel_min_batch:
-            return {rid: self.featurizer.count(texts[rid]) for rid in todo}
-        return dict(zip(todo, self.pool.count_texts([texts[r] for r in todo]), strict=True))
+            return _Counted(todo, self.featurizer.count_many(batch))
+        return _Counted(todo, self.pool.count_texts(batch))
 
     def delete(self, external_ids: list[str]) -> int:
         """Soft-delete articles by caller id, in one transaction; their clusters are updated.
@@ -213,7 +216,7 @@ class Ingester:
         latest: dict[str, ArticleRecord],
         hashes: dict[str, str],
         texts: dict[str, str],
-        stats: dict[str, TextStats],
+        counted: _Counted,
         summary: IngestSummary,
     ) -> None:
         state = begin_write(session=session)
@@ -245,10 +248,13 @@ class Ingester:
         if model is None or state.active_model_version is None:
             summary.features_pending += len(feature_ids)
             return
-        for rid in feature_ids:  # a model appeared since the read phase
-            if rid not in stats:
-                stats[rid] = self.featurizer.count(texts[rid])
-        rows = self.featurizer.features([stats[rid] for rid in feature_ids], model)
+        row = counted.row
+        missing = [rid for rid in feature_ids if rid not in row]
+        if missing:  # a model appeared since the read phase
+            counted = counted.plus(missing, self.featurizer.count_many([texts[r] for r in missing]))
+            row = counted.row
+        analyzed = counted.analyzed.take([row[rid] for rid in feature_ids])
+        rows = self.featurizer.features_of(analyzed.counts, model)
         replace_features(
             session=session,
             version=state.active_model_version,
@@ -263,6 +269,25 @@ class Ingester:
             ],
         )
         self.dedup.update(session, changed)
+
+
+@dataclass(frozen=True)
+class _Counted:
+    """Term counts of some of a batch's texts, by caller id."""
+
+    ids: list[str]
+    analyzed: Analyzed
+
+    @property
+    def row(self) -> dict[str, int]:
+        return {rid: k for k, rid in enumerate(self.ids)}
+
+    @classmethod
+    def empty(cls) -> _Counted:
+        return cls([], Analyzed([], EMPTY_COUNTS))
+
+    def plus(self, ids: list[str], analyzed: Analyzed) -> _Counted:
+        return _Counted(self.ids + ids, Analyzed.concat([self.analyzed, analyzed]))
 
 
 def _changed(old: ExistingArticle | None, record_hash: str) -> bool:

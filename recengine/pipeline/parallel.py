@@ -28,7 +28,7 @@ import pickle
 import signal
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -39,7 +39,8 @@ from typing import TypeVar
 from recengine.config import Settings
 from recengine.errors import RecengineError
 from recengine.features.tfidf import IdfModel
-from recengine.pipeline.featurize import FeatureRow, Featurizer, TextStats
+from recengine.pipeline.featurize import Analyzed, FeatureRow, Featurizer, TextStats
+from recengine.pipeline.reindex_job import SpoolBatch
 
 # (article id, title, content): what reindex reads from SQL.
 Item = tuple[int, str, str]
@@ -63,9 +64,8 @@ class Spooled:
     """One batch analysed for the reindex spool.
 
     Attributes:
-        payload: the spool record, ``pickle`` of ``[(id, TextStats)]`` in id order. Made where
-            the batch was analysed (a worker), so the parent writes it as it came, without
-            unpickling and pickling the term counts again (~30 ms per 1,000 articles saved).
+        payload: the spool record, ``pickle`` of a :class:`SpoolBatch` (ids in id order).
+            Made where the batch was analysed (a worker), so the parent writes it as it came.
         n_docs: articles in the batch.
         df: the batch's document frequencies, term -> articles containing it.
     """
@@ -75,11 +75,9 @@ class Spooled:
     df: dict[str, int]
 
     @classmethod
-    def of(cls, pairs: list[tuple[int, TextStats]]) -> Spooled:
-        df: Counter[str] = Counter()
-        for _, stats in pairs:
-            df.update(stats.counts.keys())
-        return cls(pickle.dumps(pairs, protocol=pickle.HIGHEST_PROTOCOL), len(pairs), dict(df))
+    def of(cls, batch: SpoolBatch) -> Spooled:
+        payload = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
+        return cls(payload, len(batch.ids), batch.analyzed.counts.doc_frequencies())
 
 
 def features_of_record(
@@ -87,10 +85,12 @@ def features_of_record(
 ) -> tuple[int, list[tuple[int, FeatureRow]]]:
     """Articles in one spool record, and the features of those with id > ``after_id`` (a
     resumed reindex has written the others already)."""
-    batch: list[tuple[int, TextStats]] = pickle.loads(payload)
-    todo = [(i, s) for i, s in batch if i > after_id]
-    rows = featurizer.features([s for _, s in todo], model) if todo else []
-    return len(batch), list(zip((i for i, _ in todo), rows, strict=True))
+    batch: SpoolBatch = pickle.loads(payload)
+    todo = [k for k, i in enumerate(batch.ids) if i > after_id]
+    if not todo:
+        return len(batch.ids), []
+    rows = featurizer.features_of(batch.analyzed.counts.take(todo), model)
+    return len(batch.ids), list(zip((batch.ids[k] for k in todo), rows, strict=True))
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ class AnalysisPool:
         if not self.parallel:
             featurizer = self._featurizer()
             for batch in batches:
-                yield [(i, featurizer.analyze(title, content)) for i, title, content in batch]
+                yield _pairs(featurizer, batch)
             return
         yield from self._ordered(_analyze_batch, batches)
 
@@ -202,7 +202,7 @@ class AnalysisPool:
         if not self.parallel:
             featurizer = self._featurizer()
             for batch in batches:
-                yield Spooled.of([(i, featurizer.analyze(t, c)) for i, t, c in batch])
+                yield Spooled.of(spool_batch(featurizer, batch))
             return
         yield from self._ordered(_spool_batch, batches)
 
@@ -224,14 +224,14 @@ class AnalysisPool:
         finally:
             file.path.unlink(missing_ok=True)
 
-    def count_texts(self, texts: Sequence[str]) -> list[TextStats]:
-        """Stats of already cleaned texts (see ``featurize.text_of``), split across workers."""
+    def count_texts(self, texts: Sequence[str]) -> Analyzed:
+        """Hashes and term counts of already cleaned texts (see ``featurize.text_of``), split
+        across workers."""
         if not self.parallel or len(texts) < 2:
-            featurizer = self._featurizer()
-            return [featurizer.count(t) for t in texts]
+            return self._featurizer().count_many(texts)
         size = -(-len(texts) // self.workers)
         chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
-        return [s for part in self._ordered(_count_texts, chunks) for s in part]
+        return Analyzed.concat(list(self._ordered(_count_texts, chunks)))
 
     def close(self) -> None:
         """Stop the workers (also on an exception in the caller: nothing keeps running)."""
@@ -301,13 +301,23 @@ def _this_worker() -> Featurizer:
     return _worker
 
 
+def spool_batch(featurizer: Featurizer, batch: Sequence[Item]) -> SpoolBatch:
+    """The spool record of ``(id, title, content)`` items: ids, text hashes, term counts."""
+    analyzed = featurizer.analyze_many([(title, content) for _, title, content in batch])
+    return SpoolBatch([i for i, _, _ in batch], analyzed)
+
+
+def _pairs(featurizer: Featurizer, batch: Sequence[Item]) -> list[tuple[int, TextStats]]:
+    stats = featurizer.analyze_many([(title, content) for _, title, content in batch]).stats()
+    return list(zip((i for i, _, _ in batch), stats, strict=True))
+
+
 def _analyze_batch(batch: Sequence[Item]) -> list[tuple[int, TextStats]]:
-    featurizer = _this_worker()
-    return [(i, featurizer.analyze(title, content)) for i, title, content in batch]
+    return _pairs(_this_worker(), batch)
 
 
 def _spool_batch(batch: Sequence[Item]) -> Spooled:
-    return Spooled.of(_analyze_batch(batch))
+    return Spooled.of(spool_batch(_this_worker(), batch))
 
 
 def _worker_model_of(file: ModelFile) -> IdfModel:
@@ -333,6 +343,5 @@ def _record_features(
     return features_of_record(_this_worker(), payload, _worker_model_of(file), after_id)
 
 
-def _count_texts(texts: Sequence[str]) -> list[TextStats]:
-    featurizer = _this_worker()
-    return [featurizer.count(t) for t in texts]
+def _count_texts(texts: Sequence[str]) -> Analyzed:
+    return _this_worker().count_many(texts)

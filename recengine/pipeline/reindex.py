@@ -171,9 +171,8 @@ def _pass1(run: ReindexRun) -> IdfModel:
     df: Counter[str] = Counter()
     n_docs, last = 0, 0
     for batch in run.jobs.batches():  # a resumed job: what is spooled is done
-        for _, stats in batch:
-            df.update(stats.counts.keys())
-        n_docs, last = n_docs + len(batch), batch[-1][0]
+        df.update(batch.analyzed.counts.doc_frequencies())
+        n_docs, last = n_docs + len(batch.ids), batch.ids[-1]
     with transaction(run.factory) as session:
         total = count_live(session=session)
     run.progress.start("tokenize", max(total, n_docs), n_docs)

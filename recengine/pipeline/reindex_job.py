@@ -9,9 +9,10 @@ Everything lives in ``<data_dir>/reindex/``:
   from) and, once pass 1 is done, the version of the new IDF model saved in SQL. Written to a
   temporary file, fsynced and renamed over the old one, so it is always either the old or the
   new content.
-* ``spool.bin``: the term counts of pass 1, one framed record per batch of articles, fsynced
-  after each. Pass 2 reads them back instead of tokenizing twice; a resumed pass 1 reads them to
-  rebuild its document frequencies and continues after the last article spooled. A record is
+* ``spool.bin``: the term counts of pass 1 (:class:`SpoolBatch`), one framed record per batch
+  of articles, fsynced after each. Pass 2 reads them back instead of tokenizing twice; a
+  resumed pass 1 reads them to rebuild its document frequencies and continues after the last
+  article spooled. A record is
   ``<u8 length> <u4 crc32> payload``: a torn tail (a crash in mid-write) fails the length or the
   checksum and is cut off.
 
@@ -32,16 +33,24 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from recengine.errors import RecengineError
 from recengine.files import atomic_write, fsync_dir, remove_temporaries
-from recengine.pipeline.featurize import TextStats
+from recengine.pipeline.featurize import Analyzed
 
-JOB_FORMAT = 1
+JOB_FORMAT = 2  # 2: spool records are SpoolBatch (term counts as one matrix per batch)
 _HEADER = struct.Struct("<QI")
 
-Batch = list[tuple[int, TextStats]]
+
+class SpoolBatch(NamedTuple):
+    """One spool record: article ids (ascending) and what their texts contribute, in order."""
+
+    ids: list[int]
+    analyzed: Analyzed
+
+
+Batch = SpoolBatch
 
 
 class ReindexBusy(RecengineError):

@@ -22,13 +22,24 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
+from itertools import chain
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from recengine.config import TokenizerSettings
 from recengine.errors import ConfigError
+
+_WORDLIKE = re.compile(r"[^\W_]")  # a letter, a digit or an ideograph somewhere in the word
+_NUMERIC = re.compile(r"^[0-9]+(?:[.,][0-9]+)*%?$")
+_CJK = re.compile(r"^[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+$")
+_ENG = re.compile(r"^[a-zA-Z0-9]+$")
+
 
 _WORDLIKE = re.compile(r"[^\W_]")  # a letter, a digit or an ideograph somewhere in the word
 _NUMERIC = re.compile(r"^[0-9]+(?:[.,][0-9]+)*%?$")
@@ -42,8 +53,8 @@ _LETTER = "A-Za-z0-9\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u03ff\u0400-\
 _NON_ASCII_LETTER = "\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u03ff\u0400-\u04ff\u1e00-\u1eff"
 _FOREIGN_WORD = re.compile(rf"[{_LETTER}]*[{_NON_ASCII_LETTER}][{_LETTER}]*")
 _FOREIGN_ENG = re.compile(rf"^[{_LETTER}]+$")
-_CACHE_LIMIT = 2_000_000
-T = TypeVar("T")  # distinct raw words remembered before the cache is cleared
+_CACHE_LIMIT = 2_000_000  # distinct raw words remembered before the cache is cleared
+T = TypeVar("T")
 
 
 class Backend(Protocol):
@@ -109,6 +120,23 @@ class RjiebaBackend:
         self._jieba.add_word(word, freq, tag)
 
 
+@dataclass(frozen=True, eq=False)
+class Counted:
+    """Term counts of a batch of texts as a CSR matrix over the batch's distinct terms.
+
+    Attributes:
+        terms: the distinct kept terms of the batch, ``(V,)``.
+        indptr: ``int64 (n + 1,)``: text i's entries are ``[indptr[i], indptr[i + 1])``.
+        index: ``int64 (nnz,)`` positions in ``terms``, distinct within a text.
+        counts: ``int64 (nnz,)`` occurrences (> 0).
+    """
+
+    terms: list[str]
+    indptr: npt.NDArray[np.int64]
+    index: npt.NDArray[np.int64]
+    counts: npt.NDArray[np.int64]
+
+
 class Tokenizer:
     """Clean text -> filtered, lower-cased words.
 
@@ -121,12 +149,19 @@ class Tokenizer:
             these (``u`` covers ``uj``, ``ul``, ``uz``...).
         min_cjk_chars: shorter all-CJK words are dropped.
         hmm: whether the backend runs jieba's HMM step (then tags come from its tagger).
+
+    The per-token work after ``cut`` is one dictionary look-up per word, made in C: every raw
+    word the process has seen maps to the id of the term it becomes (``-1`` when the filter
+    drops it), and the filter itself runs once per distinct raw word per process
+    (:meth:`count_many`). Words added to the backend later (a user dictionary, discovered words)
+    need nothing more: a new raw word is filtered the first time it is seen; give its tag with
+    :meth:`add_word` so the filter sees it too.
     """
 
     def __init__(
         self,
         backend: Backend,
-        tags: dict[str, str],
+        tags: Mapping[str, str],
         stopwords: frozenset[str],
         drop_pos: tuple[str, ...],
         min_cjk_chars: int = 2,
@@ -138,7 +173,15 @@ class Tokenizer:
         self.min_cjk_chars = min_cjk_chars
         self.hmm = hmm
         self._tags = tags
-        self._verdicts = _Verdicts(self._verdict)
+        self._extra_tags: dict[str, str] = {}
+        self._vocab = _Vocabulary(self._verdict)
+
+    def add_word(self, word: str, freq: int | None = None, tag: str | None = None) -> None:
+        """Add a word to the backend's dictionary (and its tag to the filter's table)."""
+        self.backend.add_word(word, freq, tag)
+        if tag:
+            self._extra_tags[word] = tag
+        self._vocab.reset()  # verdicts of words the new one may now be cut from or into
 
     def keep(self, word: str, tag: str) -> str | None:
         """The normalised word if it passes the filter, else ``None``."""
@@ -157,12 +200,25 @@ class Tokenizer:
         """The backend's words, with words of accented, Greek or Cyrillic letters kept whole."""
         return cut_words(self.backend.cut, text)
 
+    def tag_of(self, word: str) -> str:
+        """The tag jieba ``posseg`` gives ``word`` without HMM: the dictionary's, else ``eng``
+        for ASCII letters and digits (and for a word :func:`cut_words` kept whole), else
+        ``x``."""
+        tag = self._extra_tags.get(word) or self._tags.get(word)
+        tag = tag or ("eng" if _ENG.match(word) else "x")
+        return "eng" if tag == "x" and _FOREIGN_ENG.match(word) else tag
+
     def _verdict(self, word: str) -> str:
-        """``keep`` with the tag jieba ``posseg`` gives without HMM; ``""`` when dropped."""
-        tag = self._tags.get(word) or ("eng" if _ENG.match(word) else "x")
-        if tag == "x" and _FOREIGN_ENG.match(word):  # a word :func:`cut_words` kept whole
-            tag = "eng"
-        return self.keep(word, tag) or ""
+        """``keep`` of a raw word (``cut`` output; or, with HMM, an already kept term)."""
+        if self.hmm:
+            return word
+        return self.keep(word, self.tag_of(word)) or ""
+
+    def _words(self, text: str) -> list[str]:
+        """What the vocabulary maps: raw words without HMM, kept terms with it."""
+        if self.hmm:
+            return [k for w, t in tag_words(self.backend.tag, text) if (k := self.keep(w, t))]
+        return self.cut(text)
 
     def tokens(self, text: str) -> list[str]:
         """The words of one clean text, in order, duplicates kept.
@@ -173,22 +229,34 @@ class Tokenizer:
             ['北京', '学习', 'python', '机器', '学习']
         """
         if self.hmm:
-            tagged = tag_words(self.backend.tag, text)
-            return [k for w, t in tagged if (k := self.keep(w, t))]
-        return [k for k in map(self._verdicts.__getitem__, self.cut(text)) if k]
+            return self._words(text)
+        self._vocab.bound()
+        terms, ids = self._vocab.terms, self._vocab.ids
+        return [terms[i] for i in map(ids.__getitem__, self.cut(text)) if i >= 0]
 
     def term_counts(self, text: str) -> dict[str, int]:
-        """Term frequencies of one clean text: ``Counter(tokens(text))``, computed faster.
+        """Term frequencies of one clean text: ``Counter(tokens(text))``."""
+        c = self.count_many([text])
+        terms = c.terms
+        return {terms[i]: n for i, n in zip(c.index.tolist(), c.counts.tolist(), strict=True)}
 
-        Every raw word is mapped to its verdict (the normalised word, or ``""``) by a cached
-        dictionary look-up, and the verdicts are counted, all without a Python-level loop: the
-        filter itself runs once per distinct word per process.
+    def count_many(self, texts: Sequence[str]) -> Counted:
+        """Term counts of many clean texts at once (see :class:`Counted`).
+
+        After ``cut``, each text's words are counted by ``Counter`` (C, over a small table
+        that stays in cache); each distinct word of a text is then mapped to its term id by one
+        dictionary look-up in C. The rest is numpy over the whole batch: dropped words
+        removed, words that become the same term merged, the batch's distinct terms picked.
         """
-        if self.hmm:
-            return dict(Counter(self.tokens(text)))
-        counts = Counter(map(self._verdicts.__getitem__, self.cut(text)))
-        counts.pop("", None)
-        return dict(counts)
+        self._vocab.bound()
+        per_text = [Counter(self._words(t)) for t in texts]
+        sizes = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
+        total = int(sizes.sum())
+        ids = np.fromiter(
+            map(self._vocab.ids.__getitem__, chain.from_iterable(per_text)), np.int64, total
+        )
+        counts = np.fromiter(chain.from_iterable(c.values() for c in per_text), np.int64, total)
+        return count_ids(ids, counts, sizes, self._vocab)
 
 
 def cut_words(cut: Callable[[str], list[str]], text: str) -> list[str]:
@@ -226,18 +294,114 @@ def _around_foreign(
     return out
 
 
-class _Verdicts(dict[str, str]):
-    """Raw word -> verdict; a miss asks the filter once and remembers (bounded)."""
+def count_ids(
+    ids: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    vocab: _Vocabulary,
+) -> Counted:
+    """Entries ``(term id, count)`` of ``len(sizes)`` texts laid end to end -> :class:`Counted`.
+
+    Args:
+        ids: ``int64 (sum(sizes),)`` term ids of each text's distinct raw words (``-1`` =
+            dropped).
+        counts: ``int64 (sum(sizes),)`` their occurrences.
+        sizes: ``int64 (n,)`` distinct raw words per text.
+        vocab: the term table ``ids`` refer to.
+    """
+    n, width = len(sizes), max(len(vocab.terms), 1)
+    rows = np.repeat(np.arange(n, dtype=np.int64), sizes)
+    kept = ids >= 0
+    rows, ids, counts = rows[kept], ids[kept], counts[kept]
+    shared = vocab.shared_mask()[ids]  # terms more than one raw word becomes: may repeat
+    if shared.any():
+        rows, ids, counts = _merge_repeats(rows, ids, counts, shared, width)
+    present = np.zeros(width, dtype=bool)
+    present[ids] = True
+    terms = np.flatnonzero(present)
+    position = np.cumsum(present) - 1  # term id -> its place in the batch's terms
+    return Counted(
+        terms=[vocab.terms[i] for i in terms.tolist()],
+        indptr=np.searchsorted(rows, np.arange(n + 1, dtype=np.int64)).astype(np.int64),
+        index=position[ids].astype(np.int64),
+        counts=counts,
+    )
+
+
+def _merge_repeats(
+    rows: npt.NDArray[np.int64],
+    ids: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.int64],
+    shared: npt.NDArray[np.bool_],
+    width: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Sum the entries of one text that name the same term ("Python" and "python"); only the
+    entries of shared terms are sorted. Rows stay in ascending order."""
+    keys = rows[shared] * width + ids[shared]
+    unique, inverse = np.unique(keys, return_inverse=True)
+    summed = np.bincount(inverse, weights=counts[shared]).astype(np.int64)
+    rows = np.concatenate((rows[~shared], unique // width))
+    ids = np.concatenate((ids[~shared], unique % width))
+    counts = np.concatenate((counts[~shared], summed))
+    order = np.argsort(rows, kind="stable")
+    return rows[order], ids[order], counts[order]
+
+
+class _Vocabulary:
+    """Raw word -> term id (``-1`` when the filter drops it), and term id -> term.
+
+    A miss runs the filter once and remembers; the whole table is forgotten between batches
+    when it holds more than ``_CACHE_LIMIT`` raw words (ids are only used within a batch).
+    """
 
     def __init__(self, verdict: Callable[[str], str]) -> None:
-        super().__init__()
         self._verdict = verdict
+        self.ids: _Ids = _Ids(self)
+        self.terms: list[str] = []
+        self._term_ids: dict[str, int] = {}
+        self._shared: set[int] = set()  # terms that more than one raw word maps to
+        self._mask: npt.NDArray[np.bool_] | None = None
 
-    def __missing__(self, word: str) -> str:
-        if len(self) >= _CACHE_LIMIT:
-            self.clear()
-        kept = self[word] = self._verdict(word)
-        return kept
+    def reset(self) -> None:
+        self.ids.clear()
+        self.terms.clear()
+        self._term_ids.clear()
+        self._shared.clear()
+        self._mask = None
+
+    def shared_mask(self) -> npt.NDArray[np.bool_]:
+        """``bool (len(terms),)``: True where more than one raw word maps to the term."""
+        if self._mask is None or len(self._mask) != len(self.terms):
+            self._mask = np.zeros(len(self.terms), dtype=bool)
+            self._mask[list(self._shared)] = True
+        return self._mask
+
+    def bound(self) -> None:
+        if len(self.ids) >= _CACHE_LIMIT:
+            self.reset()
+
+    def term_id(self, word: str) -> int:
+        kept = self._verdict(word)
+        if not kept:
+            return -1
+        found = self._term_ids.get(kept)
+        if found is None:
+            found = self._term_ids[kept] = len(self.terms)
+            self.terms.append(kept)
+        else:
+            self._shared.add(found)
+            self._mask = None
+        return found
+
+
+class _Ids(dict[str, int]):
+    def __init__(self, vocabulary: _Vocabulary) -> None:
+        super().__init__()
+        self._vocabulary = vocabulary
+
+    def __missing__(self, word: str) -> int:
+        found = self[word] = self._vocabulary.term_id(word)
+        return found
 
 
 def load_word_list(spec: str) -> frozenset[str]:
