@@ -59,6 +59,7 @@ class TokenizerSettings(_Section):
     user_dict: str = ""
     drop_pos: tuple[str, ...] = ("x", "c", "u", "d", "p", "t", "m", "f", "r")
     min_cjk_chars: int = Field(default=2, ge=1, le=8)
+    cache_dir: str = ""
 
 
 class FeatureSettings(_Section):

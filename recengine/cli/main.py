@@ -4,20 +4,24 @@ Exit codes: 0 success; 1 the command ran but some input was rejected (details pr
 2 usage error or bad input that stopped the command (nothing was changed); 70 an internal error
 (run with ``--debug`` for the traceback); 75 the database was busy (locked by another writer
 for too long: nothing was changed, try again).
+
+Start-up is kept short: the commands are listed with their one-line help from
+:data:`COMMANDS` and a command's module is imported only when that command runs (or shows its
+own ``--help``); settings are read on first use. ``recengine --help`` imports click and this
+module, nothing else (``tests/test_cli_startup.py`` checks both).
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
 import click
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from click.utils import make_default_short_help
 
 from recengine.cli.context import CliContext
-from recengine.config import load_settings
 from recengine.errors import RecengineError
-from recengine.storage.db import is_busy
 
 EXIT_REJECTED = 1
 EXIT_BAD_INPUT = 2
@@ -29,8 +33,65 @@ BUSY_MESSAGE = (
 )
 
 
+# name -> (module, attribute, one-line help as `recengine --help` lists it). The help must be
+# the command's own short help (tests/test_cli_startup.py compares them).
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "db": ("recengine.cli.db", "db", "Database schema commands."),
+    "demo": (
+        "recengine.cli.demo",
+        "demo",
+        "Create the database, ingest and index the demo corpus, then serve it.",
+    ),
+    "duplicates": (
+        "recengine.cli.duplicates",
+        "duplicates",
+        "List near-duplicate clusters of two or more articles, canonical first.",
+    ),
+    "ingest": ("recengine.cli.ingest", "ingest", "Upsert the articles of FILE by their id."),
+    "reindex": (
+        "recengine.cli.reindex",
+        "reindex",
+        "Rebuild IDF, vectors and fingerprints from the stored articles.",
+    ),
+    "related": (
+        "recengine.cli.related",
+        "related",
+        "Articles related to ARTICLE_ID, near-duplicates suppressed (and listed).",
+    ),
+    "report": (
+        "recengine.cli.report",
+        "report",
+        "Write an HTML report: nearest-neighbour distances, clusters, top terms, suppression.",
+    ),
+    "serve": (
+        "recengine.cli.serve",
+        "serve",
+        "Serve the HTTP API, /widget.js and the demo page with gunicorn.",
+    ),
+}
+
+
 class _Group(click.Group):
-    """Turns domain and database errors into one-line messages instead of tracebacks."""
+    """Loads commands on demand; turns domain and database errors into one-line messages
+    instead of tracebacks."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, attribute, _ = COMMANDS[cmd_name]
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from :data:`COMMANDS`, without importing any command (laid out
+        as ``click.Group.format_commands`` lays out the commands' own short help)."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = [(name, short_help(self, ctx, name, limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -41,17 +102,35 @@ class _Group(click.Group):
             _fail(ctx, f"error: {exc}", EXIT_BAD_INPUT)
         except OSError as exc:  # unreadable files, full disks, permissions
             _fail(ctx, f"error: {exc}", EXIT_BAD_INPUT)
-        except OperationalError as exc:
-            if is_busy(exc):
-                _fail(ctx, BUSY_MESSAGE, EXIT_BUSY)
-            _fail(ctx, f"error: cannot use the database: {exc.orig}", EXIT_BAD_INPUT)
-        except SQLAlchemyError as exc:
-            _fail(ctx, f"error: database error: {exc}", EXIT_INTERNAL)
         except KeyboardInterrupt as exc:
             detail = str(exc)  # e.g. pipeline.versions.InterruptedAfterSwitch
             _fail(ctx, f"interrupted {detail}" if detail else "interrupted", 130)
         except Exception as exc:
+            _database_error(ctx, exc)
             _fail(ctx, f"internal error: {type(exc).__name__}: {exc}", EXIT_INTERNAL)
+
+
+def short_help(group: click.Group, ctx: click.Context, name: str, limit: int) -> str:
+    """A command's one-line help: from :data:`COMMANDS` when it is not loaded yet."""
+    if name in COMMANDS and name not in group.commands:
+        return make_default_short_help(COMMANDS[name][2], limit)
+    command = group.get_command(ctx, name)
+    return command.get_short_help_str(limit) if command is not None else ""
+
+
+def _database_error(ctx: click.Context, exc: Exception) -> None:
+    """Report a SQLAlchemy error (SQLAlchemy is only imported by commands that used it)."""
+    errors = sys.modules.get("sqlalchemy.exc")
+    if errors is None:
+        return
+    if isinstance(exc, errors.OperationalError):
+        from recengine.storage.db import is_busy
+
+        if is_busy(exc):
+            _fail(ctx, BUSY_MESSAGE, EXIT_BUSY)
+        _fail(ctx, f"error: cannot use the database: {exc.orig}", EXIT_BAD_INPUT)
+    if isinstance(exc, errors.SQLAlchemyError):
+        _fail(ctx, f"error: database error: {exc}", EXIT_INTERNAL)
 
 
 def _fail(ctx: click.Context, message: str, code: int) -> None:
@@ -74,24 +153,10 @@ def main(ctx: click.Context, debug: bool) -> None:
     variables (RECENGINE_DATABASE_URL, RECENGINE_DATA_DIR, ...).
     """
     if ctx.obj is None:
-        try:
-            ctx.obj = CliContext(load_settings())
-        except RecengineError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(EXIT_BAD_INPUT)
+        ctx.obj = CliContext(_load_settings)  # read when a command first needs them
 
 
-def _register() -> None:
-    from recengine.cli import db, demo, duplicates, ingest, reindex, related, report, serve
+def _load_settings() -> Any:
+    from recengine.config import load_settings
 
-    main.add_command(db.db)
-    main.add_command(demo.demo)
-    main.add_command(duplicates.duplicates)
-    main.add_command(ingest.ingest)
-    main.add_command(reindex.reindex)
-    main.add_command(related.related)
-    main.add_command(report.report)
-    main.add_command(serve.serve)
-
-
-_register()
+    return load_settings()

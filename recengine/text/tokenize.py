@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from recengine.config import TokenizerSettings
 from recengine.errors import ConfigError
+from recengine.text.dictionary import dictionary_tags, jieba_dictionary_path, parse_tags
 
 _WORDLIKE = re.compile(r"[^\W_]")  # a letter, a digit or an ideograph somewhere in the word
 _NUMERIC = re.compile(r"^[0-9]+(?:[.,][0-9]+)*%?$")
@@ -420,17 +421,8 @@ def load_word_list(spec: str) -> frozenset[str]:
 
 
 def jieba_dictionary_tags() -> dict[str, str]:
-    """Word -> part-of-speech tag from jieba's own ``dict.txt`` (the dictionary jieba-rs embeds)."""
-    import jieba
-
-    tags: dict[str, str] = {}
-    path = Path(jieba.__file__).with_name("dict.txt")
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            parts = line.split()
-            if len(parts) == 3:
-                tags[parts[0]] = parts[2]
-    return tags
+    """Word -> part-of-speech tag from jieba's own ``dict.txt``, parsed now (no cache)."""
+    return parse_tags(jieba_dictionary_path().read_text("utf-8"))
 
 
 def _read_user_dict(path: str) -> list[tuple[str, int | None, str | None]]:
@@ -460,19 +452,21 @@ _BACKENDS: dict[str, type[JiebaBackend] | type[RjiebaBackend]] = {
 
 
 def build_tokenizer(settings: TokenizerSettings) -> Tokenizer:
-    """Create the configured tokenizer (loads a dictionary: do it once per process)."""
-    backend = _BACKENDS[settings.backend](hmm=settings.hmm)
-    tags = jieba_dictionary_tags()
-    if settings.user_dict:
-        for word, freq, tag in _read_user_dict(settings.user_dict):
-            backend.add_word(word, freq, tag)
-            if tag:
-                tags[word] = tag
-    return Tokenizer(
-        backend=backend,
-        tags=tags,
+    """Create the configured tokenizer (loads a dictionary: do it once per process).
+
+    The part-of-speech table comes from the on-disk cache (:mod:`recengine.text.dictionary`);
+    the user dictionary's words go to both the backend and the table through
+    :meth:`Tokenizer.add_word`, the same way words found later would.
+    """
+    tokenizer = Tokenizer(
+        backend=_BACKENDS[settings.backend](hmm=settings.hmm),
+        tags=dictionary_tags(settings.cache_dir),
         stopwords=load_word_list(settings.stopwords),
         drop_pos=tuple(settings.drop_pos),
         min_cjk_chars=settings.min_cjk_chars,
         hmm=settings.hmm,
     )
+    if settings.user_dict:
+        for word, freq, tag in _read_user_dict(settings.user_dict):
+            tokenizer.add_word(word, freq, tag)
+    return tokenizer
