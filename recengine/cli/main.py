@@ -18,7 +18,6 @@ import sys
 from typing import Any
 
 import click
-from click.utils import make_default_short_help
 
 from recengine.cli.context import CliContext
 from recengine.errors import RecengineError
@@ -113,7 +112,7 @@ class _Group(click.Group):
 def short_help(group: click.Group, ctx: click.Context, name: str, limit: int) -> str:
     """A command's one-line help: from :data:`COMMANDS` when it is not loaded yet."""
     if name in COMMANDS and name not in group.commands:
-        return make_default_short_help(COMMANDS[name][2], limit)
+        return click.Command(name, help=COMMANDS[name][2]).get_short_help_str(limit)
     command = group.get_command(ctx, name)
     return command.get_short_help_str(limit) if command is not None else ""
 

@@ -230,24 +230,46 @@ class TfidfVectorizer:
         weights: npt.NDArray[np.float64] = tf * idf[counts.index]
         return weights
 
+    def _top(
+        self,
+        counts: TermCounts,
+        weights: npt.NDArray[np.float64],
+        hashes: npt.NDArray[np.uint64],
+    ) -> npt.NDArray[np.intp]:
+        """Positions of each document's ``max_terms`` largest weights, document by document,
+        largest first, ties broken by term hash ascending.
+
+        Only entries that can make the cut are sorted: in a document with more terms than
+        ``max_terms``, every weight >= its ``max_terms``-th largest (found by a partial sort
+        of that document alone, ties included).
+        """
+        m, sizes, rows = self.max_terms, counts.sizes, counts.rows()
+        floor = np.full(len(counts), -np.inf)
+        for doc in np.flatnonzero(sizes > m).tolist():
+            lo, hi = int(counts.indptr[doc]), int(counts.indptr[doc + 1])
+            floor[doc] = np.partition(weights[lo:hi], hi - lo - m)[hi - lo - m]
+        candidates = np.flatnonzero(weights >= floor[rows])
+        order = candidates[np.lexsort((hashes[candidates], -weights[candidates], rows[candidates]))]
+        grouped = rows[order]  # non-decreasing: each document's entries together
+        rank = np.arange(len(order)) - np.searchsorted(grouped, np.arange(len(counts)))[grouped]
+        return order[rank < m]
+
     def transform_counts(
         self, counts: TermCounts, idf: npt.NDArray[np.float64] | None = None
     ) -> list[SparseVector]:
         """The vector of every document of ``counts``, in order.
 
         The ``max_terms`` largest weights of each document are found for the whole batch by
-        one sort (document, weight descending, term hash ascending); each document's kept
-        weights are then divided by their L2 norm.
+        one sort (document, weight descending, term hash ascending) of the entries that can
+        make the cut; each document's kept weights are then divided by their L2 norm.
         """
         weights = self.weights(counts, idf)
         hashes = counts.hashes[counts.index]
-        order = np.lexsort((hashes, -weights, counts.rows()))
-        rank = np.arange(len(order)) - np.repeat(counts.indptr[:-1], counts.sizes)
-        picked = order[rank < self.max_terms]
+        picked = self._top(counts, weights, hashes)
         kept_sizes = np.minimum(counts.sizes, self.max_terms)
         bounds = np.concatenate(([0], np.cumsum(kept_sizes))).tolist()
         kept_w, kept_h = weights[picked], hashes[picked]
-        kept_terms = [counts.terms[i] for i in counts.index[picked].tolist()]
+        kept_terms = list(map(counts.terms.__getitem__, counts.index[picked].tolist()))
         out = []
         for lo, hi in itertools.pairwise(bounds):
             if lo == hi:

@@ -322,7 +322,7 @@ def count_ids(
     terms = np.flatnonzero(present)
     position = np.cumsum(present) - 1  # term id -> its place in the batch's terms
     return Counted(
-        terms=[vocab.terms[i] for i in terms.tolist()],
+        terms=list(map(vocab.terms.__getitem__, terms.tolist())),
         indptr=np.searchsorted(rows, np.arange(n + 1, dtype=np.int64)).astype(np.int64),
         index=position[ids].astype(np.int64),
         counts=counts,
