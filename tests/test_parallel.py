@@ -179,7 +179,7 @@ def _ingest_state(tmp_path: Path, name: str, workers: int, records: list[dict[st
         reindex(factory=factory, featurizer=ingester.featurizer)
         summary = ingester.ingest_records(records[20:])  # vectorised at ingest, in the pool
         assert ingester.pool.parallel == (workers > 1)
-    assert summary.inserted == len(records) - 20
+    assert summary.inserted == len({r["id"] for r in records}) - 20
     with factory() as session:
         rows = session.execute(
             select(
@@ -203,6 +203,20 @@ def test_ingest_in_the_pool_stores_what_in_process_ingest_stores(
     pooled = _ingest_state(tmp_path, "pooled", 2, records)
     assert pooled == _ingest_state(tmp_path, "local", 1, records)
     assert len(pooled) == 140
+
+
+def test_pipelined_batches_see_the_batch_written_before(tmp_path: Path, data_dir: Path) -> None:
+    """Batch n + 1 is analysed before batch n is written: an id of batch n changed again in
+    batch n + 1 is still an update of what batch n wrote, pooled or not."""
+    records = javaguide_records(data_dir, 80)
+    again = {**records[30], "content": records[30]["content"] + "\n\n补充：索引与事务。"}
+    same = dict(records[31])
+    pooled = _ingest_state(tmp_path, "pooled", 2, [*records, again, same])
+    local = _ingest_state(tmp_path, "local", 1, [*records, again, same])
+    assert pooled == local and len(pooled) == 80
+    first = {r[0]: r for r in _ingest_state(tmp_path, "first", 1, records)}
+    changed = [rid for rid, *rest in pooled if first[rid] != (rid, *rest)]
+    assert changed == [again["id"]]  # the update was written; the unchanged copy was not
 
 
 def test_a_worker_killed_mid_run_is_a_clear_error(

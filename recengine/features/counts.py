@@ -108,6 +108,17 @@ class TermCounts:
         )
 
     @classmethod
+    def empty_rows(cls, n: int) -> TermCounts:
+        """``n`` documents without terms."""
+        return cls(
+            EMPTY_COUNTS.terms,
+            EMPTY_COUNTS.hashes,
+            np.zeros(n + 1, np.int64),
+            EMPTY_COUNTS.index,
+            EMPTY_COUNTS.counts,
+        )
+
+    @classmethod
     def from_dicts(cls, docs: Sequence[Mapping[str, int]], hasher: TermHasher) -> TermCounts:
         """From one term -> count mapping per document (for callers that hold dictionaries)."""
         vocab: dict[str, int] = {}

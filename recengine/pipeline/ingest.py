@@ -18,7 +18,7 @@ ingested again comes back ("inserted"). Within one batch, the last record of an 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import islice
@@ -28,7 +28,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.errors import InvalidRecord, NotFound
-from recengine.features.counts import EMPTY_COUNTS
+from recengine.features.counts import TermCounts
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Analyzed, Featurizer, model_params, text_hash
 from recengine.pipeline.models import ModelCache
@@ -130,21 +130,37 @@ class Ingester:
             self.pool.close()
 
     def ingest_raw(self, raw: Iterable[RawRecord]) -> IngestSummary:
-        """Validate and upsert records read from a file, batch by batch."""
+        """Validate and upsert records read from a file, batch by batch.
+
+        With a pool, batch n + 1 is validated, read and sent to the workers before batch n is
+        written, so the analysis of one overlaps the write of the other (batches are still
+        written in order, each in its own transaction).
+        """
         summary = IngestSummary()
+        waiting: _Prepared | None = None
         for batch in _batches(raw, self.settings.ingest.batch_size):
-            valid: list[tuple[int, ArticleRecord]] = []
-            for item in batch:
-                summary.read += 1
-                if item.error is not None or item.data is None:
-                    summary.reject(item.line, None, item.error or "empty record")
-                    continue
-                try:
-                    valid.append((item.line, parse_record(item.data, self.zone)))
-                except InvalidRecord as exc:
-                    summary.reject(item.line, _id_of(item.data), str(exc))
-            self._upsert(valid, summary)
+            prepared = self._prepare(self._validate(batch, summary), summary)
+            if waiting is not None:
+                self._commit(waiting, summary)
+            waiting = prepared
+        if waiting is not None:
+            self._commit(waiting, summary)
         return summary
+
+    def _validate(
+        self, batch: list[RawRecord], summary: IngestSummary
+    ) -> list[tuple[int, ArticleRecord]]:
+        valid: list[tuple[int, ArticleRecord]] = []
+        for item in batch:
+            summary.read += 1
+            if item.error is not None or item.data is None:
+                summary.reject(item.line, None, item.error or "empty record")
+                continue
+            try:
+                valid.append((item.line, parse_record(item.data, self.zone)))
+            except InvalidRecord as exc:
+                summary.reject(item.line, _id_of(item.data), str(exc))
+        return valid
 
     def ingest_records(self, records: Iterable[dict[str, Any]]) -> IngestSummary:
         """Python API: records as dicts (the JSON record); positions count from 1."""
@@ -153,17 +169,24 @@ class Ingester:
     def upsert_atomic(self, records: list[ArticleRecord]) -> IngestSummary:
         """Upsert already validated records in one transaction (the HTTP API's batch)."""
         summary = IngestSummary(read=len(records))
-        self._upsert(list(enumerate(records, 1)), summary)
+        prepared = self._prepare(list(enumerate(records, 1)), summary)
+        if prepared is not None:
+            self._commit(prepared, summary)
         return summary
 
-    def _upsert(self, valid: list[tuple[int, ArticleRecord]], summary: IngestSummary) -> None:
+    def _prepare(
+        self, valid: list[tuple[int, ArticleRecord]], summary: IngestSummary
+    ) -> _Prepared | None:
+        """Everything before the write: the batch's last record per id, what is stored for
+        them, and (started, on the pool for a large batch) the analysis of the changed texts.
+        """
         latest: dict[str, ArticleRecord] = {}
         for _, record in valid:
             if record.id in latest:
                 summary.superseded += 1
             latest[record.id] = record
         if not latest:
-            return
+            return None
         hashes = {rid: r.record_hash() for rid, r in latest.items()}
         with transaction(self.factory) as session:
             before = find_existing(session=session, external_ids=list(latest))
@@ -171,22 +194,26 @@ class Ingester:
         todo = [rid for rid in latest if _changed(before.get(rid), hashes[rid])]
         summary.unchanged += len(latest) - len(todo)
         if not todo:
-            return
-        texts = {rid: self.featurizer.text(latest[rid].title, latest[rid].content) for rid in todo}
+            return None
+        items = [(latest[rid].title, latest[rid].content) for rid in todo]
         # Tokenizing is the expensive part: do it outside the write lock, and not at all while
         # there is no model to use the counts (the first reindex tokenizes everything anyway).
-        counted = self._count(todo, texts) if has_model else _Counted.empty()
-        if has_model:
+        if not has_model:
+            digests = [text_hash(self.featurizer.text(t, c)) for t, c in items]
+            hashed = Analyzed(digests, TermCounts.empty_rows(len(todo)))
+            return _Prepared(latest, hashes, lambda: _Counted(todo, hashed, counted=False))
+        if len(todo) < self.settings.ingest.parallel_min_batch:
+            analyzed = self.featurizer.analyze_many(items)
+            return _Prepared(latest, hashes, lambda: _Counted(todo, analyzed))
+        result = self.pool.analyze_async(items)
+        return _Prepared(latest, hashes, lambda: _Counted(todo, result()))
+
+    def _commit(self, prepared: _Prepared, summary: IngestSummary) -> None:
+        counted = prepared.counted()
+        if counted.counted:
             self.dedup.prepare(self.factory)  # a load or build happens here, not under the lock
         with self.dedup.pending(), transaction(self.factory) as session:
-            self._write(session, latest, hashes, texts, counted, summary)
-
-    def _count(self, todo: list[str], texts: dict[str, str]) -> _Counted:
-        """Term counts of the texts of ``todo`` (on the pool when the batch is large)."""
-        batch = [texts[rid] for rid in todo]
-        if len(todo) < self.settings.ingest.parallel_min_batch:
-            return _Counted(todo, self.featurizer.count_many(batch))
-        return _Counted(todo, self.pool.count_texts(batch))
+            self._write(session, prepared.latest, prepared.hashes, counted, summary)
 
     def delete(self, external_ids: list[str]) -> int:
         """Soft-delete articles by caller id, in one transaction; their clusters are updated.
@@ -215,20 +242,18 @@ class Ingester:
         session: Session,
         latest: dict[str, ArticleRecord],
         hashes: dict[str, str],
-        texts: dict[str, str],
         counted: _Counted,
         summary: IngestSummary,
     ) -> None:
         state = begin_write(session=session)
         now = datetime.now(UTC)
-        existing = find_existing(session=session, external_ids=list(texts))
+        existing = find_existing(session=session, external_ids=counted.ids)
         inserts, updates, feature_ids = [], [], []
-        for rid, text in texts.items():
+        for rid, digest in zip(counted.ids, counted.analyzed.text_hashes, strict=True):
             old = existing.get(rid)
             if not _changed(old, hashes[rid]):  # a concurrent writer stored the same record
                 summary.unchanged += 1
                 continue
-            digest = text_hash(text)
             row = _row(latest[rid], hashes[rid], digest, state.seq, now)
             if old is None:
                 inserts.append({**row, "created_at": now})
@@ -242,17 +267,16 @@ class Ingester:
         ids = insert_articles(session=session, rows=inserts)
         update_articles(session=session, rows=updates)
         ids.update({rid: existing[rid].id for rid in existing})
-        changed = [ids[rid] for rid in texts if rid in ids]
+        changed = [ids[rid] for rid in counted.ids if rid in ids]
         summary.changed_ids.extend(changed)
         model = self.models.get(session=session, version=state.active_model_version)
         if model is None or state.active_model_version is None:
             summary.features_pending += len(feature_ids)
             return
-        row = counted.row
-        missing = [rid for rid in feature_ids if rid not in row]
-        if missing:  # a model appeared since the read phase
-            counted = counted.plus(missing, self.featurizer.count_many([texts[r] for r in missing]))
-            row = counted.row
+        if not counted.counted:  # a model appeared since the read phase
+            items = [(latest[rid].title, latest[rid].content) for rid in counted.ids]
+            counted = _Counted(counted.ids, self.featurizer.analyze_many(items))
+        row = {rid: k for k, rid in enumerate(counted.ids)}
         analyzed = counted.analyzed.take([row[rid] for rid in feature_ids])
         rows = self.featurizer.features_of(analyzed.counts, model)
         replace_features(
@@ -273,21 +297,21 @@ class Ingester:
 
 @dataclass(frozen=True)
 class _Counted:
-    """Term counts of some of a batch's texts, by caller id."""
+    """The analysed texts of a batch's changed records, by caller id (``counted``: with term
+    counts, else text hashes only)."""
 
     ids: list[str]
     analyzed: Analyzed
+    counted: bool = True
 
-    @property
-    def row(self) -> dict[str, int]:
-        return {rid: k for k, rid in enumerate(self.ids)}
 
-    @classmethod
-    def empty(cls) -> _Counted:
-        return cls([], Analyzed([], EMPTY_COUNTS))
+@dataclass(frozen=True)
+class _Prepared:
+    """A batch ready to be written once its analysis (maybe running on the pool) is done."""
 
-    def plus(self, ids: list[str], analyzed: Analyzed) -> _Counted:
-        return _Counted(self.ids + ids, Analyzed.concat([self.analyzed, analyzed]))
+    latest: dict[str, ArticleRecord]
+    hashes: dict[str, str]
+    counted: Callable[[], _Counted]
 
 
 def _changed(old: ExistingArticle | None, record_hash: str) -> bool:

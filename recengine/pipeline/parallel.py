@@ -48,6 +48,10 @@ A = TypeVar("A")
 R = TypeVar("R")
 
 _worker: Featurizer | None = None
+_DIED = (
+    "a text-analysis worker process died (killed, or out of memory?); nothing was switched: "
+    "run the command again (a reindex resumes where it stopped)"
+)
 
 
 class WorkerDied(RecengineError):
@@ -233,6 +237,26 @@ class AnalysisPool:
         chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
         return Analyzed.concat(list(self._ordered(_count_texts, chunks)))
 
+    def analyze_async(self, items: Sequence[tuple[str, str]]) -> Callable[[], Analyzed]:
+        """Start :meth:`Featurizer.analyze_many` of ``(title, content)`` pairs, split across
+        the workers; the returned function waits for the result. In-process (``workers <=
+        1``) the work is done before this returns."""
+        if not self.parallel or len(items) < 2:
+            done = self._featurizer().analyze_many(items)
+            return lambda: done
+        size = -(-len(items) // self.workers)
+        chunks = [items[i : i + size] for i in range(0, len(items), size)]
+        futures = [self._pool().submit(_analyze_items, chunk) for chunk in chunks]
+
+        def result() -> Analyzed:
+            try:
+                return Analyzed.concat([f.result() for f in futures])
+            except BrokenProcessPool as exc:
+                self._executor = None
+                raise WorkerDied(_DIED) from exc
+
+        return result
+
     def close(self) -> None:
         """Stop the workers (also on an exception in the caller: nothing keeps running)."""
         if self._executor is not None:
@@ -266,10 +290,7 @@ class AnalysisPool:
                 yield pending.popleft().result()
         except BrokenProcessPool as exc:
             self._executor = None
-            raise WorkerDied(
-                "a text-analysis worker process died (killed, or out of memory?); nothing "
-                "was switched: run the command again (a reindex resumes where it stopped)"
-            ) from exc
+            raise WorkerDied(_DIED) from exc
         finally:
             for future in pending:  # the caller stopped early or failed: drop queued work
                 future.cancel()
@@ -341,6 +362,10 @@ def _record_features(
 ) -> tuple[int, list[tuple[int, FeatureRow]]]:
     file, payload, after_id = task
     return features_of_record(_this_worker(), payload, _worker_model_of(file), after_id)
+
+
+def _analyze_items(items: Sequence[tuple[str, str]]) -> Analyzed:
+    return _this_worker().analyze_many(items)
 
 
 def _count_texts(texts: Sequence[str]) -> Analyzed:
