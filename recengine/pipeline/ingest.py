@@ -19,7 +19,7 @@ ingested again comes back ("inserted"). Within one batch, the last record of an 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
@@ -35,6 +35,8 @@ from recengine.pipeline.models import ModelCache
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.readers import RawRecord
 from recengine.pipeline.records import ArticleRecord, parse_record
+from recengine.pipeline.summary import IngestSummary as IngestSummary
+from recengine.pipeline.summary import Rejection as Rejection
 from recengine.storage.articles import (
     ExistingArticle,
     find_existing,
@@ -45,47 +47,6 @@ from recengine.storage.articles import (
 from recengine.storage.db import transaction
 from recengine.storage.features import replace_features
 from recengine.storage.state import begin_write, read_state
-
-MAX_REJECTIONS_KEPT = 1_000
-
-
-@dataclass(frozen=True)
-class Rejection:
-    line: int
-    id: str | None
-    reason: str
-
-
-@dataclass
-class IngestSummary:
-    """Counts of one ingest. ``read`` = inserted + updated + unchanged + superseded + rejected."""
-
-    read: int = 0
-    inserted: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    superseded: int = 0
-    rejected: int = 0
-    rejections: list[Rejection] = field(default_factory=list)
-    features_pending: int = 0
-    changed_ids: list[int] = field(default_factory=list)
-
-    def reject(self, line: int, record_id: str | None, reason: str) -> None:
-        self.rejected += 1
-        if len(self.rejections) < MAX_REJECTIONS_KEPT:
-            self.rejections.append(Rejection(line, record_id, reason))
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "read": self.read,
-            "inserted": self.inserted,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "superseded": self.superseded,
-            "rejected": self.rejected,
-            "features_pending": self.features_pending,
-            "rejections": [r.__dict__ for r in self.rejections],
-        }
 
 
 class Ingester:

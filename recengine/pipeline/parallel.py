@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import pickle
 import signal
 import threading
 import time
@@ -32,7 +31,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -40,10 +38,9 @@ from recengine.config import Settings
 from recengine.errors import RecengineError
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.featurize import Analyzed, FeatureRow, Featurizer, TextStats
-from recengine.pipeline.reindex_job import SpoolBatch
+from recengine.pipeline.reindex_job import Item as Item
+from recengine.pipeline.reindex_job import ModelFile, Spooled, features_of_record, spool_batch
 
-# (article id, title, content): what reindex reads from SQL.
-Item = tuple[int, str, str]
 A = TypeVar("A")
 R = TypeVar("R")
 
@@ -61,56 +58,6 @@ class WorkerDied(RecengineError):
 
 
 _worker_model: tuple[ModelFile, IdfModel] | None = None
-
-
-@dataclass(frozen=True)
-class Spooled:
-    """One batch analysed for the reindex spool.
-
-    Attributes:
-        payload: the spool record, ``pickle`` of a :class:`SpoolBatch` (ids in id order).
-            Made where the batch was analysed (a worker), so the parent writes it as it came.
-        n_docs: articles in the batch.
-        df: the batch's document frequencies, term -> articles containing it.
-    """
-
-    payload: bytes
-    n_docs: int
-    df: dict[str, int]
-
-    @classmethod
-    def of(cls, batch: SpoolBatch) -> Spooled:
-        payload = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
-        return cls(payload, len(batch.ids), batch.analyzed.counts.doc_frequencies())
-
-
-def features_of_record(
-    featurizer: Featurizer, payload: bytes, model: IdfModel, after_id: int
-) -> tuple[int, list[tuple[int, FeatureRow]]]:
-    """Articles in one spool record, and the features of those with id > ``after_id`` (a
-    resumed reindex has written the others already)."""
-    batch: SpoolBatch = pickle.loads(payload)
-    todo = [k for k, i in enumerate(batch.ids) if i > after_id]
-    if not todo:
-        return len(batch.ids), []
-    rows = featurizer.features_of(batch.analyzed.counts.take(todo), model)
-    return len(batch.ids), list(zip((batch.ids[k] for k in todo), rows, strict=True))
-
-
-@dataclass(frozen=True)
-class ModelFile:
-    """An IDF model saved to a file (``IdfModel.to_bytes``), so workers load it themselves
-    instead of receiving it with every batch."""
-
-    path: Path
-
-    @classmethod
-    def write(cls, path: Path, model: IdfModel) -> ModelFile:
-        path.write_bytes(model.to_bytes())
-        return cls(path)
-
-    def load(self) -> IdfModel:
-        return IdfModel.from_bytes(self.path.read_bytes())
 
 
 def resolve_workers(workers: int) -> int:
@@ -320,12 +267,6 @@ def _this_worker() -> Featurizer:
     if _worker is None:
         raise RuntimeError("analysis worker used before its initializer ran")
     return _worker
-
-
-def spool_batch(featurizer: Featurizer, batch: Sequence[Item]) -> SpoolBatch:
-    """The spool record of ``(id, title, content)`` items: ids, text hashes, term counts."""
-    analyzed = featurizer.analyze_many([(title, content) for _, title, content in batch])
-    return SpoolBatch([i for i, _, _ in batch], analyzed)
 
 
 def _pairs(featurizer: Featurizer, batch: Sequence[Item]) -> list[tuple[int, TextStats]]:
