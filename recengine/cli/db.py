@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from recengine.cli.context import CliContext
-from recengine.storage.migrate import current_revision, upgrade
+if TYPE_CHECKING:
+    from recengine.cli.context import CliContext
 
 
 @click.group()
@@ -17,6 +19,8 @@ def db() -> None:
 @click.pass_obj
 def upgrade_command(ctx: CliContext) -> None:
     """Create the schema, or migrate it to this version's (safe to run again)."""
+    from recengine.storage.migrate import current_revision, upgrade
+
     before = current_revision(ctx.engine)
     upgrade(ctx.engine)
     after = current_revision(ctx.engine)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
-from recengine.cli.context import CliContext
-from recengine.features.neardup import NearDupCriterion
-from recengine.recommend.duplicates import clusters, duplicates_of
-from recengine.storage.db import transaction
+if TYPE_CHECKING:
+    from recengine.cli.context import CliContext
 
 
 @click.command()
@@ -31,6 +30,10 @@ def duplicates(ctx: CliContext, fmt: str, article_id: str | None) -> None:
     verification score, resemblance of the two texts' character shingles). With --id, the
     article's cluster with each member judged against it.
     """
+    from recengine.features.neardup import NearDupCriterion
+    from recengine.recommend.duplicates import clusters, duplicates_of
+    from recengine.storage.db import transaction
+
     with transaction(ctx.factory) as session:
         if article_id is not None:
             criterion = NearDupCriterion.from_settings(ctx.settings)

@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from recengine.cli import reindex as reindex_cmd
-from recengine.cli.context import CliContext
 from recengine.errors import InvalidRecord
-from recengine.pipeline.ingest import Ingester, IngestSummary
-from recengine.pipeline.readers import Format, read_file
+
+if TYPE_CHECKING:
+    from recengine.cli.context import CliContext
+    from recengine.pipeline.ingest import IngestSummary
+    from recengine.pipeline.readers import Format
 
 SHOWN_REJECTIONS = 20
 
@@ -52,6 +54,10 @@ def ingest(
     Bad records are reported with their line number and skipped; the rest go in, one
     transaction per batch. Exit status 1 when any record was rejected.
     """
+    from recengine.cli import reindex as reindex_cmd
+    from recengine.pipeline.ingest import Ingester
+    from recengine.pipeline.readers import read_file
+
     names = [c.strip() for c in columns.split(",")] if columns else None
     try:
         with Ingester(ctx.factory, ctx.featurizer) as ingester:  # stops its workers, if any

@@ -7,15 +7,13 @@ stderr is redirected the command prints just its summary line (``cli.reindex_out
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from recengine.cli.context import CliContext
-from recengine.cli.reindex_output import BarProgress, echo_result
-from recengine.pipeline.incremental import reindex_incremental
-from recengine.pipeline.parallel import AnalysisPool
-from recengine.pipeline.reindex import reindex as run_reindex
-from recengine.pipeline.versions import ReindexResult
+if TYPE_CHECKING:
+    from recengine.cli.context import CliContext
+    from recengine.pipeline.versions import ReindexResult
 
 
 def run(
@@ -26,6 +24,11 @@ def run(
     resume: bool = True,
 ) -> ReindexResult:
     """Reindex locally with a progress bar; print and return the summary."""
+    from recengine.cli.reindex_output import BarProgress, echo_result
+    from recengine.pipeline.incremental import reindex_incremental
+    from recengine.pipeline.parallel import AnalysisPool
+    from recengine.pipeline.reindex import reindex as run_reindex
+
     settings = ctx.settings
     bar = BarProgress()
     pool = AnalysisPool(

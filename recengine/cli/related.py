@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from recengine.cli.context import CliContext
-from recengine.recommend.live import LiveIndex
-from recengine.recommend.related import RelatedArticles
-from recengine.storage.db import transaction
+if TYPE_CHECKING:
+    from recengine.cli.context import CliContext
 
 
 @click.command()
@@ -39,6 +37,10 @@ from recengine.storage.db import transaction
 @click.pass_obj
 def related(ctx: CliContext, /, article_id: str, fmt: str, **options: Any) -> None:
     """Articles related to ARTICLE_ID, near-duplicates suppressed (and listed)."""
+    from recengine.recommend.live import LiveIndex
+    from recengine.recommend.related import RelatedArticles
+    from recengine.storage.db import transaction
+
     index = LiveIndex(ctx.settings, ctx.factory, background=False)
     options = {name: value for name, value in options.items() if value not in (None, ())}
     with transaction(ctx.factory) as session:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from recengine.cli.context import CliContext
-from recengine.report.data import gather
-from recengine.report.render import write_report
+if TYPE_CHECKING:
+    from recengine.cli.context import CliContext
 
 
 @click.command()
@@ -30,6 +30,9 @@ from recengine.report.render import write_report
 @click.pass_obj
 def report(ctx: CliContext, output: Path, sample: int) -> None:
     """Write an HTML report: nearest-neighbour distances, clusters, top terms, suppression."""
+    from recengine.report.data import gather
+    from recengine.report.render import write_report
+
     data = gather(
         ctx.factory,
         database=ctx.engine.url.render_as_string(hide_password=True),
