@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from click.testing import CliRunner
 
 from recengine.cli import main
 from recengine.cli.context import CliContext
 from recengine.config import Settings
-from tests.factories import record, write_jsonl
+from tests.factories import javaguide_records, record, write_jsonl
 
 
 def invoke(settings: Settings, *args: str) -> tuple[int, str]:
@@ -29,3 +31,29 @@ def test_full_then_incremental_then_usage_errors(settings: Settings) -> None:
     assert code == 2 and "--master and --input are for --engine spark" in out
     code, out = invoke(settings, "reindex", "--workers", "-1")
     assert code == 2
+
+
+def test_the_first_ingest_tokenizes_each_article_once(settings: Settings, data_dir: Path) -> None:
+    """`recengine ingest` into an empty database fits the first model itself: the ingest
+    writes the articles without tokenizing them (there is no model to use the counts), and
+    the reindex that follows tokenizes each article exactly once."""
+    one = settings.model_copy(
+        update={"reindex": settings.reindex.model_copy(update={"workers": 1})}
+    )
+    ctx = CliContext(one)
+    cut = ctx.featurizer.tokenizer.backend.cut
+    calls: list[str] = []
+
+    def counting(text: str) -> list[str]:
+        calls.append(text)
+        return cut(text)
+
+    ctx.featurizer.tokenizer.backend.cut = counting  # type: ignore[method-assign]
+    records = javaguide_records(data_dir, 40)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    path = write_jsonl(settings.data_dir / "a.jsonl", records)
+    assert CliRunner().invoke(main, ["db", "upgrade"], obj=ctx).exit_code == 0
+    result = CliRunner().invoke(main, ["ingest", str(path)], obj=ctx)
+    assert result.exit_code == 0, result.output
+    assert "reindexed 40 articles" in result.output
+    assert len(calls) == 40 and len(set(calls)) == 40
