@@ -51,6 +51,8 @@ from tests.test_related import repost
 from tests.test_tokenize_backends import real_texts
 
 _ENG = re.compile(r"^[a-zA-Z0-9]+$")
+_LETTER = "A-Za-z0-9\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u03ff\u0400-\u04ff\u1e00-\u1eff"
+_FOREIGN_ENG = re.compile(rf"^[{_LETTER}]+$")  # words Tokenizer.cut keeps whole
 
 
 class Reference:
@@ -61,10 +63,13 @@ class Reference:
         self.tags = jieba_dictionary_tags()
         self.settings = settings
 
+    def tag(self, word: str) -> str:
+        tag = self.tags.get(word) or ("eng" if _ENG.match(word) else "x")
+        return "eng" if tag == "x" and _FOREIGN_ENG.match(word) else tag
+
     def counts(self, text: str) -> dict[str, int]:
         tok = self.tokenizer
-        words = tok.backend.cut(text)
-        kept = (tok.keep(w, self.tags.get(w) or ("eng" if _ENG.match(w) else "x")) for w in words)
+        kept = (tok.keep(w, self.tag(w)) for w in tok.cut(text))
         return dict(Counter(k for k in kept if k))
 
     def vector(self, counts: Mapping[str, int], model: IdfModel) -> SparseVector:
