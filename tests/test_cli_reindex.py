@@ -41,14 +41,14 @@ def test_the_first_ingest_tokenizes_each_article_once(settings: Settings, data_d
         update={"reindex": settings.reindex.model_copy(update={"workers": 1})}
     )
     ctx = CliContext(one)
-    cut = ctx.featurizer.tokenizer.backend.cut
+    cut = ctx.featurizer.tokenizer.cut  # one call per text (the backend's: per segment)
     calls: list[str] = []
 
     def counting(text: str) -> list[str]:
         calls.append(text)
         return cut(text)
 
-    ctx.featurizer.tokenizer.backend.cut = counting  # type: ignore[method-assign]
+    ctx.featurizer.tokenizer.cut = counting  # type: ignore[method-assign]
     records = javaguide_records(data_dir, 40)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     path = write_jsonl(settings.data_dir / "a.jsonl", records)
