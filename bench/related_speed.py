@@ -94,7 +94,7 @@ def run_size(n: int, queries: int, exact_queries: int) -> None:
             snap = index.current(session=session)
         build = time.perf_counter() - start
         seg = snap.parts[0].segment
-        files = list((Path(tmp) / "index" / "related").glob("*.seg"))
+        files = list((Path(tmp) / "index" / "related").glob("*.idx"))
         start = time.perf_counter()
         with factory() as session:
             LiveIndex(settings, factory, background=False).current(session=session)

@@ -56,7 +56,7 @@ from recengine.storage.state import read_state
 from recengine.text.shingles import Shingles, shingles
 
 PAIR_CHUNK = 50_000
-WRITE_CHUNK = 5_000  # cluster rows per short write transaction (a reindex, before its switch)
+WRITE_CHUNK = 1_000  # cluster rows per short write transaction (a reindex, before its switch)
 
 
 class Deduplicator:
@@ -104,10 +104,18 @@ class Deduplicator:
     ) -> int:
         """Recluster the components touched by ``changed`` under ``version``, with ``index``
         (that version's fingerprints); returns the rows written."""
+        return self.plan_version(session, changed, version, index).write(session)
+
+    def plan_version(
+        self, session: Session, changed: Iterable[int], version: int, index: NearDupIndex
+    ) -> ClusterPlan:
+        """What :meth:`update_version` would write, read in ``session`` and not written yet.
+
+        For a version only this process writes (a reindex's new one, before its switch): the
+        reading can run in a read transaction and the writing in a short write transaction.
+        """
         nodes, edges = self._components(session, index, version, set(changed))
-        members = self._assign(session, edges)
-        replace_rows(session=session, version=version, article_ids=sorted(nodes), rows=members)
-        return len(members)
+        return ClusterPlan(version, sorted(nodes), self._assign(session, edges))
 
     def recluster(self, session: Session) -> int:
         """Replace every cluster row of the active version from a full self-join, in the
@@ -223,6 +231,22 @@ class Deduplicator:
             {i: shingles(text_of(t, c, self.strip)) for i, (t, c) in texts.items()}
         )
         return loaded.fps, loaded.vectors, loaded.shingles
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """The cluster rows of ``version`` to replace: those of ``nodes`` by ``members``."""
+
+    version: int
+    nodes: list[int]
+    members: list[MemberRow]
+
+    def write(self, session: Session) -> int:
+        """Replace the rows (in the caller's write transaction); returns how many."""
+        replace_rows(
+            session=session, version=self.version, article_ids=self.nodes, rows=self.members
+        )
+        return len(self.members)
 
 
 @dataclass

@@ -32,7 +32,7 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.parallel import AnalysisPool, Item
 from recengine.pipeline.reindex import reindex
 from recengine.pipeline.reindex_run import ReindexRun, reindex_run
-from recengine.pipeline.versions import Progress, ReindexResult, write_features
+from recengine.pipeline.versions import WRITE_ROWS, Progress, ReindexResult, write_features
 from recengine.storage.articles import changed_since, count_changed, live_seqs
 from recengine.storage.db import transaction
 from recengine.storage.features import (
@@ -166,15 +166,21 @@ def _recompute(run: ReindexRun, model: IdfModel, version: int, read: Reader) -> 
 
     done = 0
     for batch in run.pool.analyze_batches(pages()):
-        run.dedup.prepare(run.factory)
-        with run.dedup.pending(), transaction(run.factory) as session:
-            if begin_write(session=session).active_model_version != version:
-                return done  # a full reindex switched models meanwhile: it covered these
-            now = live_seqs(session=session, article_ids=[i for i, _ in batch])
-            keep = [(i, s) for i, s in batch if now.get(i) == seqs.pop(i)]
-            rows = run.featurizer.features([s for _, s in keep], model)
-            write_features(session, version, [(i, f) for (i, _), f in zip(keep, rows, strict=True)])
-            run.dedup.update(session, [i for i, _ in keep])
-        done += len(keep)
+        for start in range(0, len(batch), WRITE_ROWS):  # short transactions: writers wait little
+            part = batch[start : start + WRITE_ROWS]
+            features = run.featurizer.features([s for _, s in part], model)
+            run.dedup.prepare(run.factory)
+            with run.dedup.pending(), transaction(run.factory) as session:
+                if begin_write(session=session).active_model_version != version:
+                    return done  # a full reindex switched models meanwhile: it covered these
+                now = live_seqs(session=session, article_ids=[i for i, _ in part])
+                keep = [
+                    (i, f)
+                    for (i, _), f in zip(part, features, strict=True)
+                    if now.get(i) == seqs.pop(i)
+                ]
+                write_features(session, version, keep)
+                run.dedup.update(session, [i for i, _ in keep])
+            done += len(keep)
         run.progress.update(len(batch))
     return done

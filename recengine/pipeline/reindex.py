@@ -48,7 +48,7 @@ from recengine.pipeline.versions import (
     database_name,
     drop_stale_versions,
     fit_params,
-    write_features,
+    store_features,
 )
 from recengine.storage.articles import count_live, texts_after
 from recengine.storage.db import transaction
@@ -204,8 +204,6 @@ def _pass2(run: ReindexRun, model: IdfModel, version: int) -> None:
     run.progress.start("write", model.n_docs)
     records = run.jobs.payloads()
     for n, rows in run.pool.features_of_spool(records, model, run.jobs.path, written):
-        if rows:
-            with transaction(run.factory) as session:
-                write_features(session, version, rows)
+        store_features(run.factory, version, rows)
         run.progress.update(n)
         checkpoint("written")

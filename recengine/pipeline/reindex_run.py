@@ -71,6 +71,7 @@ class ReindexRun:
             self.progress,
         )
         caught_up = switch_to(switch, start_seq, clusters)
+        self.progress.start("cleanup", None)
         drop_stale_versions(self.factory, keep={version})
         self.jobs.clear()
         return caught_up

@@ -43,7 +43,7 @@ from recengine.index.neardup import NearDupIndex
 from recengine.pipeline.checkpoints import checkpoint
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.versions import Progress, write_features
+from recengine.pipeline.versions import Progress, store_features, write_features
 from recengine.storage.articles import changed_since, ids_changed_between
 from recengine.storage.db import transaction
 from recengine.storage.index_rows import SqlIndexRows, index_rows
@@ -91,12 +91,14 @@ def switch_to(switch: Switch, start_seq: int, clusters: Clusters) -> int:
         if changed <= SMALL_ROUND:
             break
     checkpoint("prepared")
+    switch.progress.start("switch", None)
     with ExitStack() as locks:
         held = {name: locks.enter_context(ExitStack()) for name in indexes}
         for name, follower in indexes.items():
             held[name].enter_context(follower.build_lock())
         _switch(switch, near, seq)
         checkpoint("switched")
+        switch.progress.start("publish", None)
         for name, follower in indexes.items():  # near-duplicates first: writers wait for it
             _publish(switch.factory, follower)
             held[name].close()
@@ -112,9 +114,7 @@ def _catch_up_outside(switch: Switch, seq: int) -> int:
             rows = changed_since(session=session, after=position, limit=switch.batch_size)
         if not rows:
             return last  # (rows of one seq commit together: all of last's are done)
-        features = _features(switch, rows)
-        with transaction(switch.factory) as session:
-            write_features(session, switch.version, features)
+        store_features(switch.factory, switch.version, _features(switch, rows))
         position, last = (rows[-1].seq, rows[-1].id), rows[-1].seq
         switch.caught_up += len(rows)
         switch.progress.update(len(rows))
@@ -135,10 +135,12 @@ def _round(switch: Switch, near: Follower[NearDupIndex], seq: int) -> tuple[int,
     with index_rows(switch.factory) as rows:
         near.sync(rows, version=switch.version)
     near.rewind(upto)
-    with transaction(switch.factory) as session:
-        lock_writers(session=session)  # it reads, then writes: lock first (see lock_writers)
+    with transaction(switch.factory) as session:  # reading: no lock held meanwhile
         changed = ids_changed_between(session=session, after_seq=seq, upto_seq=upto)
-        switch.dedup.update_version(session, changed, switch.version, _index(near))
+        plan = switch.dedup.plan_version(session, changed, switch.version, _index(near))
+    with transaction(switch.factory) as session:  # only this process writes the new version
+        lock_writers(session=session)
+        plan.write(session)
     return upto, len(changed)
 
 

@@ -24,7 +24,8 @@ from recengine.storage.features import (
 )
 from recengine.storage.state import begin_write, read_state
 
-DROP_CHUNK = 5_000  # rows of an old version deleted per transaction
+DROP_CHUNK = 1_000  # rows of an old version deleted per transaction
+WRITE_ROWS = 250  # feature rows per write transaction: each holds the write lock briefly
 
 
 class InterruptedAfterSwitch(KeyboardInterrupt):
@@ -110,6 +111,17 @@ def write_features(session: Session, version: int, rows: Sequence[tuple[int, Fea
     )
 
 
+def store_features(
+    factory: sessionmaker[Session], version: int, rows: Sequence[tuple[int, FeatureRow]]
+) -> None:
+    """:func:`write_features` in short transactions of ``WRITE_ROWS`` rows, in the given order
+    (ascending ids keep a reindex's "largest id written" a true resume point): on SQLite every
+    write transaction holds the only write lock, so a long one makes every writer wait."""
+    for start in range(0, len(rows), WRITE_ROWS):
+        with transaction(factory) as session:
+            write_features(session, version, rows[start : start + WRITE_ROWS])
+
+
 def fill_missing(
     factory: sessionmaker[Session],
     pool: AnalysisPool,
@@ -138,8 +150,7 @@ def fill_missing(
     done: list[int] = []
     stats = pool.analyze_batches(pages())
     for rows in pool.features_batches(stats, model, scratch):
-        with transaction(factory) as session:
-            write_features(session, version, rows)
+        store_features(factory, version, rows)
         done.extend(i for i, _ in rows)
     return done
 
