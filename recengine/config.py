@@ -141,6 +141,54 @@ class FeedSettings(_Listing):
     fresh_pool: int = Field(default=2_000, ge=1)
 
 
+class VariantSettings(_Section):
+    """One ranking variant of an A/B test (``recommend.ranking``); None = as configured."""
+
+    share: float = Field(default=1.0, gt=0.0, le=1_000_000.0)
+    k: int | None = Field(default=None, ge=1, le=1_000)
+    min_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    candidates: int | None = Field(default=None, ge=1, le=100_000)
+    weights: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("weights")
+    @classmethod
+    def _known_parts(cls, value: dict[str, float]) -> dict[str, float]:
+        parts = ("cosine", "category", "tags")  # recommend.ranking.PARTS
+        for name, weight in value.items():
+            if name not in parts:
+                raise ValueError(f"unknown ranking part {name!r}: one of {', '.join(parts)}")
+            if not -10.0 <= weight <= 10.0:
+                raise ValueError(f"weight of {name!r} must be within -10..10, got {weight}")
+        return value
+
+
+class ExperimentSettings(_Section):
+    """The A/B test of related-list rankings: its name (the assignment's salt) and variants."""
+
+    name: str = Field(default="", max_length=100)
+    variants: dict[str, VariantSettings] = Field(default_factory=dict)
+
+    @field_validator("variants")
+    @classmethod
+    def _names(cls, value: dict[str, VariantSettings]) -> dict[str, VariantSettings]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name):
+                raise ValueError(f"variant name {name!r}: 1-64 letters, digits, _ . -")
+        return value
+
+
+class FeedbackSettings(_Section):
+    """Reader feedback (impressions and clicks of related lists, ``pipeline.feedback``)."""
+
+    enabled: bool = True
+    flush_interval_s: float = Field(default=0.05, gt=0.0, le=60.0)
+    max_pending: int = Field(default=50_000, ge=1, le=10_000_000)
+    max_events: int = Field(default=100, ge=1, le=10_000)
+    client_rate: float = Field(default=20.0, gt=0.0, le=1_000_000.0)
+    client_burst: int = Field(default=200, ge=1, le=1_000_000)
+    max_clients: int = Field(default=100_000, ge=1, le=10_000_000)
+
+
 class ReindexSettings(_Section):
     workers: int = Field(default=0, ge=0, le=256)
     batch_size: int = Field(default=1_000, ge=1, le=100_000)
@@ -205,6 +253,8 @@ class Settings(BaseSettings):
     ingest: IngestSettings = IngestSettings()
     related: RelatedSettings = RelatedSettings()
     feed: FeedSettings = FeedSettings()
+    experiment: ExperimentSettings = ExperimentSettings()
+    feedback: FeedbackSettings = FeedbackSettings()
     reindex: ReindexSettings = ReindexSettings()
     spark: SparkSettings = SparkSettings()
     web: WebSettings = WebSettings()

@@ -43,3 +43,21 @@ class InvalidRequest(RecengineError):
     """A query's parameters are invalid (k out of range, bad date, too many filter values...)."""
 
     code = "invalid_request"
+
+
+class Conflict(RecengineError):
+    """The request contradicts what is stored (e.g. an override that another one rules out)."""
+
+    code = "conflict"
+
+
+class RateLimited(RecengineError):
+    """Too many requests from one client (or in all) for this endpoint; try again shortly."""
+
+    code = "rate_limited"
+
+
+class Overloaded(RecengineError):
+    """The service has more work queued than it takes on: try again shortly."""
+
+    code = "overloaded"

@@ -78,8 +78,9 @@ def test_body_has_exactly_the_contract_shape(
     service: RelatedArticles, factory: sessionmaker[Session], corpus: list[dict[str, Any]]
 ) -> None:
     body = ask(service, factory, corpus[0]["id"], k=5)
-    assert set(body) == {"article", "items", "suppressed", "floor"}
+    assert set(body) == {"article", "items", "suppressed", "floor", "variant"}
     assert body["floor"] == {"min_score": 0.04, "dropped": 0}
+    assert body["variant"] == "default"  # no A/B test configured
     assert body["article"] == corpus[0]["id"] and len(body["items"]) == 5
     for entry in body["items"]:
         assert set(entry) == {"id", "title", "url", "score", "reasons"}

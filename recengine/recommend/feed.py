@@ -16,6 +16,11 @@
    ``max_pair_similarity`` to one above is skipped (diversity).
 6. Too few items (or no history at all): the newest articles fill the rest, de-duplicated the
    same way, with ``reasons = {"fresh": true}``.
+7. Editors' overrides (``recommend.curation``): an interest's queue starts with the pins of its
+   reads (in the editor's order; ``reasons.pinned``), which still go through suppression
+   (though not the diversity rule); excluded articles never appear; an article blocked with a
+   read article or with an item above is skipped; ``not_duplicate`` / ``same_article`` correct
+   suppression as in related lists.
 
 Body: ``{"user": id, "items": [...], "suppressed": [...]}``, items and suppressed shaped as in
 the related-articles body.
@@ -34,15 +39,17 @@ from recengine.errors import NotFound
 from recengine.features.tfidf import EMPTY_VECTOR, SparseVector
 from recengine.index.view import Hits, RowFilter
 from recengine.recommend.criterion import Articles, DuplicateCriterion, anonymous
+from recengine.recommend.curation import Curation, concat
 from recengine.recommend.explain import shared_terms
 from recengine.recommend.interests import Interest, find_interests, history_of
+from recengine.recommend.listing import above, hits_in_order, item, to_row_filter, with_clusters
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
 from recengine.recommend.params import Filters, check_id, check_int
-from recengine.recommend.related import above, item, to_row_filter, with_clusters
 from recengine.recommend.slate import Slate
 from recengine.storage.events import add_events, read_article_ids
 from recengine.storage.features import features_of
 from recengine.storage.index_source import briefs, fingerprints_by_id, internal_ids
+from recengine.storage.overrides import pins_of
 from recengine.storage.state import begin_write
 
 
@@ -112,10 +119,12 @@ class ReaderFeeds:
         interests = find_interests(history, f)
         row_filter = to_row_filter(session, parsed, exclude=read)
         anchors = self._anchors(session, snap, read)
-        slate = Slate(snap, anchors, self.criterion, f.max_pair_similarity, k)
+        curation = Curation.of_articles(session, read)
+        slate = Slate(snap, anchors, self.criterion, f.max_pair_similarity, k, curation)
         floor = parsed.min_score or 0.0
         for interest, hits in self._candidates(snap, interests, row_filter, floor, k):
-            slate.offer(session, interest, hits)
+            pins = pinned_for(session, snap, interest, row_filter)
+            slate.offer(session, interest, concat(pins, hits), pinned=len(pins))
         slate.fill()
         if len(slate) < k:
             fresh = snap.view.newest(f.fresh_pool, row_filter)
@@ -165,6 +174,7 @@ class ReaderFeeds:
             if entry.interest is None:
                 items.append(item(row, 0.0, {"fresh": True}))
                 continue
+            extra = {"pinned": True} if entry.pinned else {}
             hashes, weights = snap.view.vector(entry.part, entry.row)
             reasons = {
                 "because_you_read": [
@@ -174,6 +184,7 @@ class ReaderFeeds:
                 "shared_terms": shared_terms(
                     entry.interest.vector, hashes, weights, self.settings.related.explain_terms
                 ),
+                **extra,
             }
             items.append(item(row, entry.score, reasons))
         suppressed = [
@@ -186,3 +197,12 @@ class ReaderFeeds:
             if s.id in facts and s.duplicate_of in facts
         ]
         return {"user": user_id, "items": items, "suppressed": suppressed}
+
+
+def pinned_for(session: Session, snap: Snapshot, interest: Interest, row_filter: RowFilter) -> Hits:
+    """The pins of an interest's reads (read by read, each in the editor's order) that are in
+    the index and pass the filters, scored against the interest."""
+    wanted: list[int] = []
+    for read in interest.examples:
+        wanted += [p[1] for p in pins_of(session=session, article_id=read) if p[1] not in wanted]
+    return hits_in_order(snap, wanted, interest.hashes, interest.weights, row_filter)

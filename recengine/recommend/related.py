@@ -19,39 +19,46 @@ junk; ``floor.dropped`` says how many of this page's places were left empty by i
 cuts the list after suppression (scores only fall down the list, so the items above it, and the
 suppressed ones among them, are exactly those of a list ranked with the floor as a filter).
 
+Editors' overrides (``recommend.curation``) are read as the list is made: the article's pins
+come first, in the editor's order, scored like any item (``reasons.pinned``), never cut by the
+floor but still suppressed when they duplicate the article or a pin above; excluded articles
+and the article's blocked partners never appear; ``not_duplicate`` / ``same_article`` correct
+suppression. The ranking is the one of the list's A/B variant (``recommend.ranking``:
+``variant`` in the body), assigned by the request's split key (a reader or session id).
+
 The query article's own vector is read from SQL, so an article ingested a moment ago gets
 related items right away, from the index as caught up at that moment (``recommend.live``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
 from recengine.config import Settings
-from recengine.derived.rows import epoch, label_hashes
+from recengine.derived.rows import label_hash, label_hashes
 from recengine.errors import ModelMissing, NotFound
 from recengine.features.tfidf import EMPTY_VECTOR, SparseVector
 from recengine.index.view import Hits, RowFilter
-from recengine.recommend.criterion import (
-    NO_CLUSTER,
-    Articles,
-    DuplicateCriterion,
-    VectorAt,
-    anonymous,
-)
+from recengine.recommend.criterion import DuplicateCriterion
+from recengine.recommend.curation import Curation, concat
 from recengine.recommend.explain import shared_terms
+from recengine.recommend.listing import (
+    hit_vectors,
+    hits_in_order,
+    item,
+    to_row_filter,
+    with_clusters,
+)
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
 from recengine.recommend.params import Filters, check_id, check_int
+from recengine.recommend.ranking import Ranking, Variants, blend
 from recengine.recommend.suppress import Picked, pick
-from recengine.storage.clusters import clusters_of
-from recengine.storage.index_source import briefs, internal_ids, query_article
+from recengine.storage.index_source import briefs, query_article
 from recengine.storage.state import read_state
 
 # When suppression and filters leave fewer than offset + k results, candidates grow by this
@@ -83,6 +90,7 @@ class RelatedArticles:
         self.settings = settings
         self.index = index
         self.criterion = DuplicateCriterion.from_settings(settings)
+        self.variants = Variants.from_settings(settings)
 
     def related(
         self,
@@ -91,6 +99,7 @@ class RelatedArticles:
         session: Session,
         k: int | str | None = None,
         offset: int | str = 0,
+        split_by: str | None = None,
         **filters: Any,
     ) -> dict[str, Any]:
         """The related-articles body for ``article_id`` (the caller's id).
@@ -100,6 +109,8 @@ class RelatedArticles:
             session: a session of the caller (read only; nothing is written).
             k: results wanted (``related.default_k`` when None; at most ``related.max_k``).
             offset: results skipped (paging).
+            split_by: the A/B split key (``recommend.ranking.split_key``); None: the first
+                variant. A variant's ``k`` and ``min_score`` replace the request's.
             **filters: ``exclude`` (caller ids), ``categories``, ``tags``,
                 ``published_after``, ``published_before`` (aware datetimes or ISO 8601),
                 ``min_score`` (0-1; ``related.min_score`` when not given).
@@ -110,44 +121,60 @@ class RelatedArticles:
         """
         r = self.settings.related
         article_id = check_id(article_id)
+        ranking = self.variants.assign(split_by)
         k = check_int(r.default_k if k is None else k, "k", 1, r.max_k)
+        k = k if ranking.k is None else min(ranking.k, r.max_k)
         offset = check_int(offset, "offset", 0, r.max_offset)
         parsed = Filters.parse(r.max_filter_values, **filters)
+        floor = r.min_score if parsed.min_score is None else parsed.min_score
+        floor = floor if ranking.min_score is None else ranking.min_score
         snap = self.index.current(session=session)
         query = load_query(session, snap, article_id)
-        row_filter = to_row_filter(session, parsed, exclude=[query.id])
-        floor = r.min_score if parsed.min_score is None else parsed.min_score
-        hits, picked = self._ranked(session, snap, query, row_filter, 0.0, offset + k)
-        picked, dropped = under_floor(hits, picked, floor, offset, k)
-        body = self._body(session, snap, query, hits, picked, offset, k)
+        curation = Curation.of_article(session, query.id)
+        blocked = sorted(curation.blocked_with(query.id))
+        row_filter = to_row_filter(session, parsed, exclude=[query.id, *blocked])
+        pinned = curation.without_excluded(session, pinned_hits(snap, query, curation, row_filter))
+        lists = _Lists(snap, query, curation, ranking, pinned)
+        ranked_filter = replace(
+            row_filter, exclude_ids=np.union1d(row_filter.exclude_ids, pinned.ids)
+        )
+        hits, picked = self._ranked(session, lists, ranked_filter, offset + k)
+        picked, dropped = under_floor(hits, picked, floor, offset, k, exempt=len(pinned))
+        body = self._body(session, snap, query, hits, picked, offset, k, len(pinned))
         body["floor"] = {"min_score": floor, "dropped": dropped}
+        body["variant"] = ranking.name
         return body
 
     def _ranked(
-        self,
-        session: Session,
-        snap: Snapshot,
-        query: Query,
-        row_filter: RowFilter,
-        min_score: float,
-        wanted: int,
+        self, session: Session, lists: _Lists, row_filter: RowFilter, wanted: int
     ) -> tuple[Hits, Picked]:
-        """Candidates, best first, and the ones kept after suppression (``wanted`` at most)."""
-        n = max(self.settings.related.candidates, 3 * wanted)
+        """The pins, then candidates best first, and the ones kept after suppression
+        (``wanted`` at most)."""
+        snap, query, ranking = lists.snap, lists.query, lists.ranking
+        n = max(ranking.candidates or self.settings.related.candidates, 3 * wanted)
         for _ in range(MAX_ROUNDS):
             params = search_params(self.settings, n)
-            hits = snap.view.search(
+            found = snap.view.search(
                 query.vector.hashes, query.vector.weights, params, row_filter, query.id
             )
-            hits = above(hits, min_score)
-            picked = self._pick(session, snap, hits, query, wanted)
-            if len(picked.kept) >= wanted or len(hits) < n:
+            if ranking.blended:
+                category = label_hash(query.category) if query.category else 0
+                found = blend(snap.view, found, ranking.weights, category, label_hashes(query.tags))
+            hits = concat(lists.pinned, lists.curation.without_excluded(session, found))
+            picked = self._pick(session, snap, hits, query, wanted, lists.curation)
+            if len(picked.kept) >= wanted or len(found) < n:
                 break
             n *= GROWTH
         return hits, picked
 
     def _pick(
-        self, session: Session, snap: Snapshot, hits: Hits, query: Query, wanted: int
+        self,
+        session: Session,
+        snap: Snapshot,
+        hits: Hits,
+        query: Query,
+        wanted: int,
+        curation: Curation,
     ) -> Picked:
         """Suppression over a growing prefix of ``hits``: clusters are looked up only for the
         candidates it needs (usually a few more than ``wanted``)."""
@@ -163,7 +190,7 @@ class RelatedArticles:
                 session, ids, prints, lambda j: query.vector if j == 0 else stored(j - 1)
             )
             prefix = found.take(range(1, len(ids)))
-            picked = pick(prefix, found.take([0]), self.criterion, wanted)
+            picked = pick(prefix, found.take([0]), self.criterion, wanted, curation=curation)
             if len(picked.kept) >= wanted or window >= len(hits):
                 return picked
             window = min(len(hits), window * GROWTH)
@@ -177,6 +204,7 @@ class RelatedArticles:
         picked: Picked,
         offset: int,
         k: int,
+        n_pinned: int,
     ) -> dict[str, Any]:
         page = picked.kept[offset : offset + k]
         shown = [s for s in picked.suppressed if s.kept_before >= offset]
@@ -190,7 +218,10 @@ class RelatedArticles:
             if row is None:  # deleted since the index caught up
                 continue
             vec = snap.view.vector(int(hits.part[i]), int(hits.row[i]))
-            items.append(item(row, float(hits.scores[i]), self.reasons(query, row, *vec)))
+            reasons = self.reasons(query, row, *vec)
+            if i < n_pinned:
+                reasons["pinned"] = True
+            items.append(item(row, float(hits.scores[i]), reasons))
         suppressed = [
             {
                 "id": external[int(hits.ids[s.position])],
@@ -236,66 +267,35 @@ def load_query(session: Session, snap: Snapshot, external_id: str) -> Query:
     return Query(row.id, row.external_id, vector, row.fingerprint, row.category, tags)
 
 
-def to_row_filter(session: Session, filters: Filters, exclude: Sequence[int]) -> RowFilter:
-    """The index filter of validated request filters (caller ids -> internal ids)."""
-    excluded = list(exclude) + list(
-        internal_ids(session=session, external_ids=list(filters.exclude)).values()
-    )
-    return RowFilter(
-        exclude_ids=np.array(sorted(set(excluded)), dtype=np.int64),
-        categories=label_hashes(filters.categories) if filters.categories else None,
-        tags=label_hashes(filters.tags) if filters.tags else None,
-        published_after=epoch(filters.published_after) if filters.published_after else None,
-        published_before=epoch(filters.published_before) if filters.published_before else None,
-    )
+@dataclass(frozen=True)
+class _Lists:
+    """What every round of one list's ranking shares."""
+
+    snap: Snapshot
+    query: Query
+    curation: Curation
+    ranking: Ranking
+    pinned: Hits
+
+
+def pinned_hits(snap: Snapshot, query: Query, curation: Curation, row_filter: RowFilter) -> Hits:
+    """The query's pins that are in the index and pass the request's filters, scored, in the
+    editor's order."""
+    pins = [a for a in curation.pins if a != query.id]
+    return hits_in_order(snap, pins, query.vector.hashes, query.vector.weights, row_filter)
 
 
 def under_floor(
-    hits: Hits, picked: Picked, floor: float, offset: int, k: int
+    hits: Hits, picked: Picked, floor: float, offset: int, k: int, exempt: int = 0
 ) -> tuple[Picked, int]:
-    """``picked`` without what scores below ``floor``, and how many of the page's places
-    (``offset`` .. ``offset + k``) that left empty."""
+    """``picked`` without what scores below ``floor`` (except the first ``exempt`` hits: the
+    pins), and how many of the page's places (``offset`` .. ``offset + k``) that left empty."""
     if floor <= 0:
         return picked, 0
     scores = hits.scores
-    kept = [i for i in picked.kept if scores[i] >= floor]
+    kept = [i for i in picked.kept if i < exempt or scores[i] >= floor]
     page = len(picked.kept[offset : offset + k])
-    suppressed = [s for s in picked.suppressed if scores[s.position] >= floor]
+    suppressed = [
+        s for s in picked.suppressed if s.position < exempt or scores[s.position] >= floor
+    ]
     return Picked(kept, suppressed), page - len(kept[offset : offset + k])
-
-
-def above(hits: Hits, min_score: float) -> Hits:
-    """The prefix of ``hits`` (best first) scoring at least ``min_score``."""
-    if min_score <= 0:
-        return hits
-    n = int(np.searchsorted(-hits.scores, -min_score, side="right"))
-    return Hits(hits.part[:n], hits.row[:n], hits.ids[:n], hits.scores[:n], hits.fingerprints[:n])
-
-
-def with_clusters(
-    session: Session, ids: npt.NDArray[np.int64], prints: npt.NDArray[np.uint64], vector: VectorAt
-) -> Articles:
-    """Articles with their cluster (canonical id) looked up in ``cluster_members``."""
-    found = clusters_of(session=session, article_ids=[int(i) for i in ids])
-    clusters = np.array([found.get(int(i), NO_CLUSTER) for i in ids], dtype=np.int64)
-    return Articles(np.asarray(ids, np.int64), np.asarray(prints, np.uint64), clusters, vector)
-
-
-def hit_vectors(snap: Snapshot, hits: Hits) -> VectorAt:
-    """``j -> stored vector of hits[j]``, read from the index when asked for."""
-
-    def vector(j: int) -> SparseVector:
-        return anonymous(*snap.view.vector(int(hits.part[j]), int(hits.row[j])))
-
-    return vector
-
-
-def item(row: Row[Any], score: float, reasons: dict[str, Any]) -> dict[str, Any]:
-    """One entry of ``items``."""
-    return {
-        "id": row.external_id,
-        "title": row.title,
-        "url": row.url,
-        "score": round(score, 6),
-        "reasons": reasons,
-    }

@@ -10,9 +10,10 @@ from sqlalchemy.orm import Session
 from recengine.features.tfidf import SparseVector
 from recengine.index.view import Hits
 from recengine.recommend.criterion import Articles, DuplicateCriterion, anonymous
+from recengine.recommend.curation import Curation
 from recengine.recommend.interests import Interest
+from recengine.recommend.listing import hit_vectors, with_clusters
 from recengine.recommend.live import Snapshot
-from recengine.recommend.related import hit_vectors, with_clusters
 from recengine.recommend.suppress import closest_duplicate
 
 
@@ -25,6 +26,7 @@ class Entry:
     fingerprint: int
     cluster: int
     interest: Interest | None  # None: a fresh article
+    pinned: bool = False  # an editor's pin of one of the interest's reads
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class _Queue:
     interest: Interest | None
     hits: Hits
     articles: Articles
+    pinned: int = 0  # the first `pinned` hits are pins
     slots: int = 0
     next: int = 0
 
@@ -56,6 +59,7 @@ class Slate:
     criterion: DuplicateCriterion
     max_pair_similarity: float
     k: int
+    curation: Curation = field(default_factory=Curation)
     kept: list[Entry] = field(default_factory=list)
     suppressed: list[Cut] = field(default_factory=list)
     _queues: list[_Queue] = field(default_factory=list)
@@ -64,10 +68,16 @@ class Slate:
     def __len__(self) -> int:
         return len(self.kept)
 
-    def offer(self, session: Session, interest: Interest | None, hits: Hits) -> None:
-        """Queue a ranked list (best first) of one interest (None: fresh articles)."""
+    def offer(
+        self, session: Session, interest: Interest | None, hits: Hits, pinned: int = 0
+    ) -> None:
+        """Queue a ranked list (best first; its first ``pinned`` hits are pins) of one interest
+        (None: fresh articles). Excluded articles are left out (``Curation``)."""
+        pins = set(hits.ids[:pinned].tolist())
+        hits = self.curation.without_excluded(session, hits)
+        pinned = next((j for j, a in enumerate(hits.ids.tolist()) if a not in pins), len(hits))
         articles = with_clusters(session, hits.ids, hits.fingerprints, hit_vectors(self.snap, hits))
-        self._queues.append(_Queue(interest, hits, articles))
+        self._queues.append(_Queue(interest, hits, articles, pinned))
 
     def fill(self) -> None:
         """Take entries in D'Hondt order of the queues' shares until ``k`` or none are left."""
@@ -105,15 +115,25 @@ class Slate:
                 int(queue.articles.fingerprints[i]),
                 int(queue.articles.clusters[i]),
                 queue.interest,
+                i < queue.pinned,
             )
-            if not self._duplicate(entry) and not self._too_similar(entry):
+            if self._blocked(entry.id):
+                continue
+            if not self._duplicate(entry) and (entry.pinned or not self._too_similar(entry)):
                 return entry
         return None
+
+    def _blocked(self, article_id: int) -> bool:
+        """Blocked with a read article or with an item above (editors' ``block``)."""
+        if not self.curation.blocked:
+            return False
+        others = self.anchors.ids.tolist() + [e.id for e in self.kept]
+        return self.curation.blocks_any(article_id, others)
 
     def _duplicate(self, entry: Entry) -> bool:
         one = self._as_articles([entry])
         for others in (self.anchors, self._as_articles(self.kept)):
-            reason = closest_duplicate(one, others, self.criterion)
+            reason = closest_duplicate(one, others, self.criterion, self.curation)
             if reason is not None:
                 self.suppressed.append(Cut(entry.id, *reason))
                 return True

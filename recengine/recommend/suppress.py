@@ -6,6 +6,10 @@ every article the reader has read) or of a result already kept. So the list neve
 query's duplicates, never two articles of one cluster and never two near-duplicates of each
 other; of each group of duplicates, the best-scoring one is shown (not necessarily the cluster's
 canonical article: the one most related to this query).
+
+With a :class:`~recengine.recommend.curation.Curation`, the editors' overrides correct the
+criterion's verdicts (``not_duplicate``, ``same_article``), and a candidate blocked with an
+anchor or with a result kept above it is skipped (not reported as a duplicate).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from recengine.recommend.criterion import Articles, DuplicateCriterion
+from recengine.recommend.curation import Curation
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,7 @@ def pick(
     criterion: DuplicateCriterion,
     limit: int,
     accept: Callable[[int, list[int]], bool] | None = None,
+    curation: Curation | None = None,
 ) -> Picked:
     """Keep up to ``limit`` candidates, best first, suppressing duplicates.
 
@@ -48,31 +54,53 @@ def pick(
         limit: how many to keep.
         accept: an extra test ``(position, kept so far) -> bool`` (diversity in feeds); a
             candidate it refuses is skipped without being reported as a duplicate.
+        curation: the editors' overrides (see the module docstring).
     """
     out = Picked()
     for i in range(len(candidates)):
         if len(out.kept) >= limit:
             break
         one = candidates.take([i])
-        reason = closest_duplicate(one, anchors, criterion)
+        reason = closest_duplicate(one, anchors, criterion, curation)
         if reason is None and out.kept:
-            reason = closest_duplicate(one, candidates.take(out.kept), criterion)
+            reason = closest_duplicate(one, candidates.take(out.kept), criterion, curation)
         if reason is not None:
             out.suppressed.append(Suppressed(i, reason[0], reason[1], len(out.kept)))
+        elif _blocked(curation, int(one.ids[0]), anchors, candidates, out.kept):
+            continue
         elif accept is None or accept(i, out.kept):
             out.kept.append(i)
     return out
 
 
+def _blocked(
+    curation: Curation | None,
+    article: int,
+    anchors: Articles,
+    candidates: Articles,
+    kept: list[int],
+) -> bool:
+    if curation is None or not curation.blocked:
+        return False
+    others = anchors.ids.tolist() + candidates.ids[kept].tolist()
+    return curation.blocks_any(article, others)
+
+
 def closest_duplicate(
-    one: Articles, others: Articles, criterion: DuplicateCriterion
+    one: Articles,
+    others: Articles,
+    criterion: DuplicateCriterion,
+    curation: Curation | None = None,
 ) -> tuple[int, int] | None:
-    """``(id, distance)`` of the closest of ``others`` that the article ``one[0]`` duplicates."""
+    """``(id, distance)`` of the closest of ``others`` that the article ``one[0]`` duplicates
+    (by the criterion, corrected by the editors' overrides when given)."""
     if not len(others):
         return None
     dup, distance = criterion.match(
         int(one.fingerprints[0]), int(one.clusters[0]), lambda: one.vector(0), others
     )
+    if curation is not None:
+        dup = curation.correct(int(one.ids[0]), others.ids, dup)
     if not dup.any():
         return None
     hits = np.flatnonzero(dup)

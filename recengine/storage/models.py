@@ -17,23 +17,31 @@ Tables:
 * ``cluster_members``: near-duplicate clusters (article -> its canonical article), per model
   version like the features: a reindex writes its version's clusters before the switch.
 * ``reader_events``: what readers read, for feeds.
+* ``overrides``: editors' decisions that every computation honours (``storage.overrides``):
+  keyed by internal article ids, so they survive every reindex; soft deletion keeps an
+  override's article row, so an override naming a deleted article is kept (and reported).
+* ``feedback_counts``: what readers did with related lists, as daily counters per list
+  article, variant and slot (``storage.feedback``): rows are bounded by days x live articles x
+  variants x slots, whatever the traffic.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
     BigInteger,
     CheckConstraint,
+    Date,
     Float,
     ForeignKey,
     Index,
     Integer,
     LargeBinary,
     MetaData,
+    SmallInteger,
     String,
     Text,
 )
@@ -152,3 +160,41 @@ class ReaderEvent(Base):
     )
     kind: Mapped[str] = mapped_column(String(32), default="read")
     at: Mapped[datetime]
+
+
+class Override(Base):
+    __tablename__ = "overrides"
+    __table_args__ = (
+        Index("ix_overrides_article_kind", "article_id", "kind"),
+        Index("ix_overrides_other_kind", "other_id", "kind"),
+    )
+
+    id: Mapped[int] = mapped_column(BigIntKey, primary_key=True, autoincrement=True)
+    # storage.overrides.KINDS
+    kind: Mapped[str] = mapped_column(String(32))
+    article_id: Mapped[int] = mapped_column(
+        BigIntKey, ForeignKey("articles.id", ondelete="CASCADE")
+    )
+    # The pair's other article (pairs of symmetric kinds are stored smaller id first); None
+    # for kinds about one article.
+    other_id: Mapped[int | None] = mapped_column(
+        BigIntKey, ForeignKey("articles.id", ondelete="CASCADE")
+    )
+    # Pins: the editor's order (smaller first).
+    position: Mapped[int | None] = mapped_column(Integer)
+    reason: Mapped[str] = mapped_column(default="")
+    created_by: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime]
+
+
+class FeedbackCount(Base):
+    __tablename__ = "feedback_counts"
+
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    article_id: Mapped[int] = mapped_column(
+        BigIntKey, ForeignKey("articles.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    variant: Mapped[str] = mapped_column(String(64), primary_key=True)
+    slot: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    impressions: Mapped[int] = mapped_column(BigInteger, default=0)
+    clicks: Mapped[int] = mapped_column(BigInteger, default=0)

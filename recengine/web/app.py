@@ -21,11 +21,22 @@ from recengine.errors import InvalidRequest
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import check_schema
 from recengine.text.tokenize import Tokenizer
-from recengine.web import articles, deadline, errors, health, pages, users
+from recengine.web import (
+    articles,
+    deadline,
+    errors,
+    feedback,
+    health,
+    overrides,
+    pages,
+    users,
+)
 from recengine.web.auth import ApiJSONProvider, ApiRequest
+from recengine.web.feedback import BeaconBodies
 from recengine.web.paths import IdConverter, IdPaths
 from recengine.web.routing import ApiPlugin, Router
 from recengine.web.schemas import ErrorBody, build_models
+from recengine.web.schemas_editorial import build_editorial_models
 from recengine.web.services import Services
 from recengine.web.services import init_app as init_services
 
@@ -53,7 +64,7 @@ def create_app(settings: Settings | None = None, *, tokenizer: Tokenizer | None 
     app.json = ApiJSONProvider(app)
     app.config["MAX_CONTENT_LENGTH"] = settings.web.max_body_bytes
     app.url_map.converters["id"] = IdConverter
-    app.wsgi_app = IdPaths(app.wsgi_app)  # type: ignore[method-assign]
+    app.wsgi_app = IdPaths(BeaconBodies(app.wsgi_app))  # type: ignore[method-assign]
     engine = make_engine(settings.resolved_database_url)
     check_schema(engine)
     models = build_models(settings)
@@ -64,6 +75,8 @@ def create_app(settings: Settings | None = None, *, tokenizer: Tokenizer | None 
     router = Router(app, _spec(), settings)
     articles.init_app(router, models)
     users.init_app(router, models)
+    overrides.init_app(router)
+    feedback.init_app(router, build_editorial_models(settings, services.variants.names))
     health.init_app(router)
     pages.init_app(router)
     app.after_request(_headers)

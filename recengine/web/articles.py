@@ -6,6 +6,7 @@ from functools import partial
 
 from recengine.errors import InvalidRecord, ModelMissing, NotFound
 from recengine.recommend.duplicates import duplicates_of
+from recengine.recommend.ranking import split_key
 from recengine.storage.articles import get_article
 from recengine.web.routing import Router, validated_body, validated_query
 from recengine.web.schemas import (
@@ -79,10 +80,19 @@ def related(article_id: str) -> RelatedOut:
     above, is left out and listed in ``suppressed`` with ``duplicate_of`` and the distance. The
     worker's index follows SQL before answering (``index.sync_interval_s``), so an article
     written through any worker shows up here from the next request.
+
+    Editors' overrides hold from their commit: pins first (``reasons.pinned``), excluded and
+    blocked articles never shown. In an A/B test the list's ranking is its variant's
+    (``variant``), chosen by ``reader`` (else ``session``).
     """
     query = validated_query(RelatedQuery)
     body = services().related.related(
-        article_id, session=session(), k=query.k, offset=query.offset, **query.as_kwargs()
+        article_id,
+        session=session(),
+        k=query.k,
+        offset=query.offset,
+        split_by=split_key(query.reader, query.session),
+        **query.as_kwargs(),
     )
     return RelatedOut.model_validate(body)
 

@@ -23,10 +23,13 @@ from werkzeug.exceptions import HTTPException
 
 from recengine.errors import (
     ConfigError,
+    Conflict,
     InvalidRecord,
     InvalidRequest,
     ModelMissing,
     NotFound,
+    Overloaded,
+    RateLimited,
     RecengineError,
     SchemaOutOfDate,
 )
@@ -81,12 +84,15 @@ STATUS: dict[type[RecengineError], int] = {
     AccessDenied: 403,
     WritesDisabled: 403,
     NotFound: 404,
+    Conflict: 409,
     InvalidRecord: 422,
     InvalidRequest: 422,
+    RateLimited: 429,
     ConfigError: 500,
     ModelMissing: 503,
     SchemaOutOfDate: 503,
     Unavailable: 503,
+    Overloaded: 503,
     TimedOut: 503,
 }
 

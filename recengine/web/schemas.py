@@ -35,10 +35,14 @@ from recengine.pipeline.records import ID_PATTERN, ArticleRecord
 ExternalId = Annotated[str, Field(min_length=1, max_length=255, pattern=ID_PATTERN)]
 
 
+# A stored row's id (a signed 64-bit key).
+RowId = Annotated[int, Field(ge=1, le=2**63 - 1)]
+
 # Path parameters, by name: validated with these and published with their JSON schema.
 PATH_PARAMETERS: dict[str, TypeAdapter[Any]] = {
     "article_id": TypeAdapter(ExternalId),
     "user": TypeAdapter(ExternalId),
+    "override_id": TypeAdapter(RowId),
 }
 
 
@@ -109,8 +113,13 @@ class RelatedItem(_Out):
     id: str
     title: str
     url: str | None
-    score: float = Field(description="Cosine similarity of the TF-IDF vectors, 0..1.")
-    reasons: dict[str, Any] = Field(description="Why it was chosen: shared terms and weights.")
+    score: float = Field(
+        description="Cosine similarity of the TF-IDF vectors, 0..1 (blended with the "
+        "variant's weights in an A/B test)."
+    )
+    reasons: dict[str, Any] = Field(
+        description="Why it was chosen: shared terms and weights; pinned: an editor's pin."
+    )
 
 
 class SuppressedItem(_Out):
@@ -129,6 +138,10 @@ class RelatedOut(_Out):
     items: list[RelatedItem]
     suppressed: list[SuppressedItem]
     floor: Floor = Field(description="The relevance floor: a list can be shorter than k.")
+    variant: str = Field(
+        description='The A/B ranking variant of this list ("default" with no test): report '
+        "it with the list's feedback."
+    )
 
 
 class Duplicate(_Out):
@@ -248,7 +261,7 @@ class Filters(BaseModel):
 
     def as_kwargs(self) -> dict[str, Any]:
         """The keyword filters of ``RelatedArticles.related`` and ``ReaderFeeds.feed``."""
-        return self.model_dump(exclude={"k", "offset"})
+        return self.model_dump(exclude={"k", "offset", "reader", "session"})
 
 
 class RelatedQuery(Filters):
@@ -256,6 +269,14 @@ class RelatedQuery(Filters):
 
     k: int = 10
     offset: int = 0
+    reader: ExternalId | None = Field(
+        None, description="The reader's id, when the page knows one: splits A/B traffic."
+    )
+    session: ExternalId | None = Field(
+        None,
+        description="A session id (the widget's per-tab one): splits A/B traffic when no "
+        "reader id is given.",
+    )
 
 
 class FeedQuery(Filters):

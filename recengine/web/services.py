@@ -18,10 +18,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings
 from recengine.features.neardup import NearDupCriterion
 from recengine.pipeline.featurize import Featurizer, text_of
+from recengine.pipeline.feedback import FeedbackCounter
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.recommend.feed import ReaderFeeds
 from recengine.recommend.live import LiveIndex
+from recengine.recommend.overrides import Overrides
+from recengine.recommend.ranking import Variants
 from recengine.recommend.related import RelatedArticles
 from recengine.text.tokenize import Tokenizer
 from recengine.web.schemas import Models
@@ -54,6 +57,21 @@ class Services:
     @cached_property
     def feeds(self) -> ReaderFeeds:
         return ReaderFeeds(self.settings, self.index)
+
+    @cached_property
+    def overrides(self) -> Overrides:
+        """Editorial overrides; cluster overrides recluster what they touch in their own
+        transaction, with the ingester's near-duplicate index."""
+        return Overrides(self.factory)
+
+    @cached_property
+    def variants(self) -> Variants:
+        return Variants.from_settings(self.settings)
+
+    @cached_property
+    def feedback(self) -> FeedbackCounter:
+        """This worker's feedback counter (its commit thread starts with the first event)."""
+        return FeedbackCounter(self.settings, self.factory, self.variants.names)
 
     @cached_property
     def criterion(self) -> NearDupCriterion:

@@ -44,6 +44,7 @@ from gunicorn.workers import base
 from recengine.config import load_settings
 from recengine.web import dispatch
 from recengine.web.dispatch import Outcome
+from recengine.web.feedback import beacon_answerer
 from recengine.web.front import (
     MAX_HEAD_BYTES,
     HttpError,
@@ -113,6 +114,7 @@ class Worker(base.Worker):  # type: ignore[misc]
             max_body=web.max_body_bytes,
         )
         self.slots = Slots(self.cfg.threads, web.queue_timeout_seconds)
+        self.beacons = beacon_answerer(self.wsgi)  # feedback: answered here, not on a thread
         self.pool = _Pool(self.cfg.threads)
         self.connections = 0
         self.idle: set[asyncio.Task[None]] = set()
@@ -235,7 +237,9 @@ class Worker(base.Worker):  # type: ignore[misc]
                 return
             finally:
                 self.idle.discard(task)
-            outcome = await self._dispatch(head.path, data, client, server)
+            keep = self.alive and self.limits.keepalive > 0
+            fast = await self.beacons(head, data, client, keep) if self.beacons else None
+            outcome = fast or await self._dispatch(head.path, data, client, server)
             await self._send(writer, outcome.data)
             if not outcome.keep_alive:
                 return

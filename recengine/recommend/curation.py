@@ -1,0 +1,151 @@
+"""Editors' overrides as one related list or feed sees them (``storage.overrides``).
+
+A :class:`Curation` is read from SQL while the list is made, in the request's own session, so
+an override is honoured by every process from its commit on (no cache to go stale):
+
+* first for the query article (its pins, its blocked partners, its own overrides), then for
+  the candidates as the list takes them (:meth:`Curation.learn`: one indexed query per batch of
+  new ids, over the override table's two article columns);
+* **excluded** articles are taken out of the candidates before suppression
+  (:meth:`Curation.without_excluded`): never shown, and, since they are not there, they hide
+  nothing (a copy of an excluded article can be shown in its place);
+* **blocked** pairs are never shown together: the query's partners are filtered out before the
+  candidate cut, and a candidate blocked with an item kept above it is skipped
+  (``recommend.suppress.pick``) as is one blocked with an article the reader read (feeds);
+* **not duplicates** (a pair, or an article against all) and **same article** pairs correct
+  the duplicate criterion's verdict (:meth:`Curation.correct`): a ``not_duplicate`` pair is
+  never suppressed as a duplicate, whatever the fingerprints say; a ``same_article`` pair always
+  is. Clusters already carry both (``pipeline.dedup``); correcting the verdict too makes a list
+  right even for a pair of articles the clusters have not been recomputed for yet;
+* **pins** are the query article's own, shown first in the editor's order (``recommend.related``).
+
+Array contracts: ids ``int64 (n,)``; masks ``bool (n,)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy.orm import Session
+
+from recengine.index.view import Hits
+from recengine.storage.overrides import (
+    BLOCK,
+    EXCLUDE,
+    NOT_DUPLICATE,
+    SAME_ARTICLE,
+    pins_of,
+    relations_touching,
+)
+
+LIST_KINDS = (EXCLUDE, BLOCK, NOT_DUPLICATE, SAME_ARTICLE)
+Pair = tuple[int, int]
+
+
+def pair(a: int, b: int) -> Pair:
+    return (a, b) if a < b else (b, a)
+
+
+@dataclass
+class Curation:
+    """The overrides known so far for one list (see the module docstring)."""
+
+    pins: list[int] = field(default_factory=list)
+    excluded: set[int] = field(default_factory=set)
+    blocked: dict[int, set[int]] = field(default_factory=dict)
+    apart: set[Pair] = field(default_factory=set)
+    alone: set[int] = field(default_factory=set)
+    together: set[Pair] = field(default_factory=set)
+    _known: set[int] = field(default_factory=set)
+
+    @classmethod
+    def of_article(cls, session: Session, article_id: int) -> Curation:
+        """The overrides of ``article_id`` (the query of a related list), pins included."""
+        curation = cls(pins=[p[1] for p in pins_of(session=session, article_id=article_id)])
+        curation.learn(session, [article_id])
+        return curation
+
+    @classmethod
+    def of_articles(cls, session: Session, article_ids: Iterable[int]) -> Curation:
+        """The overrides touching several articles (a reader's reads), no pins."""
+        curation = cls()
+        curation.learn(session, article_ids)
+        return curation
+
+    def learn(self, session: Session, article_ids: Iterable[int]) -> None:
+        """Read the overrides of those ids not read yet (one query per ~5,000 new ids)."""
+        new = sorted({int(i) for i in article_ids} - self._known)
+        if not new:
+            return
+        self._known.update(new)
+        for r in relations_touching(session=session, article_ids=new, kinds=LIST_KINDS):
+            if r.kind == EXCLUDE:
+                self.excluded.add(r.article_id)
+            elif r.other_id is None:
+                self.alone.add(r.article_id)  # not a duplicate of anything
+            elif r.kind == BLOCK:
+                self.blocked.setdefault(r.article_id, set()).add(r.other_id)
+                self.blocked.setdefault(r.other_id, set()).add(r.article_id)
+            elif r.kind == NOT_DUPLICATE:
+                self.apart.add(pair(r.article_id, r.other_id))
+            else:
+                self.together.add(pair(r.article_id, r.other_id))
+
+    @property
+    def empty(self) -> bool:
+        return not (self.excluded or self.blocked or self.apart or self.alone or self.together)
+
+    def blocked_with(self, article_id: int) -> set[int]:
+        """Articles never shown together with ``article_id`` (as far as learnt)."""
+        return self.blocked.get(article_id, set())
+
+    def blocks_any(self, article_id: int, others: Iterable[int]) -> bool:
+        mine = self.blocked.get(article_id)
+        return mine is not None and any(o in mine for o in others)
+
+    def without_excluded(self, session: Session, hits: Hits) -> Hits:
+        """``hits`` without excluded articles (learning the overrides of every hit)."""
+        self.learn(session, hits.ids.tolist())
+        if not self.excluded or not len(hits):
+            return hits
+        keep = ~np.isin(hits.ids, np.fromiter(self.excluded, np.int64, len(self.excluded)))
+        return take(hits, np.flatnonzero(keep))
+
+    def correct(
+        self, article_id: int, others: npt.NDArray[np.int64], duplicate: npt.NDArray[np.bool_]
+    ) -> npt.NDArray[np.bool_]:
+        """The criterion's verdicts on ``article_id`` against ``others``, with the editors'
+        ``not_duplicate`` and ``same_article`` overrides applied (same article wins)."""
+        if self.empty:
+            return duplicate
+        out = duplicate.copy()
+        ids = others.tolist()
+        if article_id in self.alone:
+            out[:] = False
+        for j, other in enumerate(ids):
+            key = pair(article_id, other)
+            if other in self.alone or key in self.apart:
+                out[j] = False
+            if key in self.together:
+                out[j] = True
+        return out
+
+
+def take(hits: Hits, positions: npt.NDArray[np.intp] | Sequence[int]) -> Hits:
+    """The hits at ``positions``, in that order."""
+    at = np.asarray(positions, dtype=np.intp)
+    return Hits(hits.part[at], hits.row[at], hits.ids[at], hits.scores[at], hits.fingerprints[at])
+
+
+def concat(first: Hits, second: Hits) -> Hits:
+    """``first`` then ``second`` (no re-sorting: pins stay in the editor's order)."""
+    return Hits(
+        np.concatenate((first.part, second.part)),
+        np.concatenate((first.row, second.row)),
+        np.concatenate((first.ids, second.ids)),
+        np.concatenate((first.scores, second.scores)),
+        np.concatenate((first.fingerprints, second.fingerprints)),
+    )

@@ -1,0 +1,100 @@
+"""Pieces every list shares (related lists and feeds): filters, clusters, items.
+
+* :func:`to_row_filter`: validated request filters -> the index's ``RowFilter``;
+* :func:`above`: the prefix of a ranked list above a score;
+* :func:`with_clusters`: candidates with their cluster looked up in ``cluster_members``;
+* :func:`hit_vectors`: stored vectors of hits, read from the index when asked for;
+* :func:`item`: one entry of a body's ``items``;
+* :func:`hits_in_order`: given articles scored against a query, in the given order (pins).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Row
+from sqlalchemy.orm import Session
+
+from recengine.features.tfidf import SparseVector
+from recengine.index.view import Hits, RowFilter
+from recengine.recommend.criterion import NO_CLUSTER, Articles, VectorAt, anonymous
+from recengine.recommend.curation import take
+from recengine.recommend.live import Snapshot
+from recengine.recommend.params import Filters
+from recengine.derived.rows import epoch, label_hashes
+from recengine.storage.clusters import clusters_of
+from recengine.storage.index_source import internal_ids
+
+
+def to_row_filter(session: Session, filters: Filters, exclude: Sequence[int]) -> RowFilter:
+    """The index filter of validated request filters (caller ids -> internal ids)."""
+    excluded = list(exclude) + list(
+        internal_ids(session=session, external_ids=list(filters.exclude)).values()
+    )
+    return RowFilter(
+        exclude_ids=np.array(sorted(set(excluded)), dtype=np.int64),
+        categories=label_hashes(filters.categories) if filters.categories else None,
+        tags=label_hashes(filters.tags) if filters.tags else None,
+        published_after=epoch(filters.published_after) if filters.published_after else None,
+        published_before=epoch(filters.published_before) if filters.published_before else None,
+    )
+
+
+def above(hits: Hits, min_score: float) -> Hits:
+    """The prefix of ``hits`` (best first) scoring at least ``min_score``."""
+    if min_score <= 0:
+        return hits
+    n = int(np.searchsorted(-hits.scores, -min_score, side="right"))
+    return Hits(hits.part[:n], hits.row[:n], hits.ids[:n], hits.scores[:n], hits.fingerprints[:n])
+
+
+def with_clusters(
+    session: Session, ids: npt.NDArray[np.int64], prints: npt.NDArray[np.uint64], vector: VectorAt
+) -> Articles:
+    """Articles with their cluster (canonical id) looked up in ``cluster_members``."""
+    found = clusters_of(session=session, article_ids=[int(i) for i in ids])
+    clusters = np.array([found.get(int(i), NO_CLUSTER) for i in ids], dtype=np.int64)
+    return Articles(np.asarray(ids, np.int64), np.asarray(prints, np.uint64), clusters, vector)
+
+
+def hit_vectors(snap: Snapshot, hits: Hits) -> VectorAt:
+    """``j -> stored vector of hits[j]``, read from the index when asked for."""
+
+    def vector(j: int) -> SparseVector:
+        return anonymous(*snap.view.vector(int(hits.part[j]), int(hits.row[j])))
+
+    return vector
+
+
+def item(row: Row[Any], score: float, reasons: dict[str, Any]) -> dict[str, Any]:
+    """One entry of ``items``."""
+    return {
+        "id": row.external_id,
+        "title": row.title,
+        "url": row.url,
+        "score": round(score, 6),
+        "reasons": reasons,
+    }
+
+
+def hits_in_order(
+    snap: Snapshot,
+    ids: Sequence[int],
+    q_hashes: npt.NDArray[np.uint64],
+    q_weights: npt.NDArray[np.float32],
+    row_filter: RowFilter,
+) -> Hits:
+    """The articles ``ids`` that are in the index and pass ``row_filter``, each scored exactly
+    against the query, in the order of ``ids`` (not by score: the editor's order of pins)."""
+    where = [w for w in (snap.view.locate(a) for a in ids) if w is not None]
+    where = [
+        w for w in where if row_filter.allows(snap.view.parts[w[0]].segment, np.array([w[1]]))[0]
+    ]
+    parts = np.array([w[0] for w in where], np.intp)
+    rows = np.array([w[1] for w in where], np.intp)
+    scored = snap.view.score(parts, rows, q_hashes, q_weights)
+    order = {a: j for j, a in enumerate(ids)}
+    return take(scored, sorted(range(len(scored)), key=lambda j: order[int(scored.ids[j])]))

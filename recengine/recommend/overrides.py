@@ -1,0 +1,345 @@
+"""Editors' overrides: adding, removing and listing them (``storage.overrides``).
+
+Each override is written in one transaction under the writers' lock
+(``state.begin_write``), so it is ordered with ingest and reindex switches. Overrides that
+decide near-duplicate clusters (``not_duplicate``, ``same_article``, ``canonical``) recompute
+the clusters they touch in that same transaction (``cluster_change``), so every process reads
+the corrected clusters from the commit on; the others are read by every related list and
+feed as it is made (``recommend.curation``), so they too hold from the commit on, in every
+process.
+
+Editorial decisions replace the ones they contradict: a ``block`` of a pair removes its
+``pin`` (either way) and a ``pin`` removes its ``block``; ``same_article`` and
+``not_duplicate`` on one pair replace each other. Adding an override that exists already
+changes nothing (a pin given a new ``position`` moves). What cannot be decided by replacing is
+refused (``Conflict``): a ``not_duplicate`` pair inside a group that ``same_article``
+overrides join, or a ``same_article`` that would join such a pair.
+
+An override names articles that exist (an unknown id is ``NotFound``, so a typo is not
+stored); when one of them is deleted later, the override is kept (storing the article again
+brings it back into force) and listed with ``"active": false`` and the deleted ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.errors import Conflict, InvalidRequest, NotFound
+from recengine.recommend.params import check_id
+from recengine.storage.db import transaction
+from recengine.storage.index_source import internal_ids
+from recengine.storage.overrides import (
+    BLOCK,
+    CANONICAL,
+    CLUSTER_KINDS,
+    EXCLUDE,
+    KINDS,
+    NOT_DUPLICATE,
+    PIN,
+    SAME_ARTICLE,
+    OverrideRow,
+    add_override,
+    delete_overrides,
+    list_overrides,
+    matching,
+    normalised,
+    pins_of,
+    relations_touching,
+    set_position,
+)
+from recengine.storage.state import begin_write
+
+MAX_REASON = 2_000
+MAX_BY = 255
+# Kinds about one article, kinds about a pair, and the one that may be either.
+SINGLE = frozenset({CANONICAL, EXCLUDE})
+PAIR = frozenset({SAME_ARTICLE, PIN, BLOCK})
+# What each kind replaces on the same (normalised) pair.
+REPLACES: dict[str, tuple[str, ...]] = {
+    NOT_DUPLICATE: (SAME_ARTICLE,),
+    SAME_ARTICLE: (NOT_DUPLICATE,),
+    BLOCK: (PIN,),
+    PIN: (BLOCK,),
+}
+
+# (session, internal ids whose clusters an override change affects) -> None
+ClusterChange = Callable[[Session, Sequence[int]], None]
+
+
+@dataclass(frozen=True)
+class NewOverride:
+    """A validated request to add an override (caller ids)."""
+
+    kind: str
+    article: str
+    other: str | None
+    position: int | None
+    reason: str
+    by: str
+
+    @classmethod
+    def parse(
+        cls,
+        kind: Any,
+        article: Any,
+        other: Any = None,
+        *,
+        position: Any = None,
+        reason: Any = "",
+        by: Any,
+    ) -> NewOverride:
+        """Check the shape of an override.
+
+        Raises:
+            InvalidRequest: unknown kind, a pair kind without its other article (or a single
+                kind with one), a pair of one article, a bad position, reason or author.
+        """
+        if kind not in KINDS:
+            raise InvalidRequest(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        article = check_id(article)
+        other = None if other is None else check_id(other, "other article id")
+        if kind in PAIR and other is None:
+            raise InvalidRequest(f"a {kind} override needs the other article (other)")
+        if kind in SINGLE and other is not None:
+            raise InvalidRequest(f"a {kind} override names one article: leave out other")
+        if other == article:
+            raise InvalidRequest("an override's two articles must differ")
+        if position is not None and (
+            isinstance(position, bool) or not isinstance(position, int) or not position >= 0
+        ):
+            raise InvalidRequest("position must be an integer >= 0")
+        if position is not None and kind != PIN:
+            raise InvalidRequest("position is only for pin overrides")
+        if not isinstance(reason, str) or len(reason) > MAX_REASON:
+            raise InvalidRequest(f"reason must be text of at most {MAX_REASON} characters")
+        if not isinstance(by, str) or not by.strip() or len(by) > MAX_BY:
+            raise InvalidRequest(f"by (who decided) must be a name of 1 to {MAX_BY} characters")
+        return cls(kind, article, other, position, reason, by.strip())
+
+
+class Overrides:
+    """The override use cases. One per process; thread-safe (state lives in SQL).
+
+    Args:
+        factory: sessions; :meth:`add` and :meth:`remove` commit a transaction of their own
+            (``add_in`` / ``remove_in`` write in the caller's).
+        cluster_change: recomputes the near-duplicate clusters of the given articles inside
+            the write transaction (``pipeline.dedup``); None leaves clusters alone.
+        writing: a context the write transactions run in (the deduplicator's ``pending``,
+            which drops its index if the transaction rolls back).
+    """
+
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        cluster_change: ClusterChange | None = None,
+        writing: Callable[[], AbstractContextManager[object]] = nullcontext,
+    ) -> None:
+        self.factory = factory
+        self.cluster_change = cluster_change
+        self.writing = writing
+
+    def add(self, new: NewOverride) -> dict[str, Any]:
+        """Store ``new`` and commit (see :meth:`add_in`)."""
+        with self.writing(), transaction(self.factory) as session:
+            return self.add_in(new, session=session)
+
+    def remove(self, override_id: int) -> dict[str, Any]:
+        """Delete an override and commit (see :meth:`remove_in`)."""
+        with self.writing(), transaction(self.factory) as session:
+            return self.remove_in(override_id, session=session)
+
+    def add_in(self, new: NewOverride, *, session: Session) -> dict[str, Any]:
+        """Store ``new`` in the caller's transaction (the caller commits).
+
+        Returns:
+            ``{"override": {...}, "created": bool, "replaced": [ids]}``.
+
+        Raises:
+            NotFound: an article does not exist. Conflict: see the module docstring.
+        """
+        begin_write(session=session)
+        found = internal_ids(session=session, external_ids=[new.article, new.other or new.article])
+        for name in (new.article, new.other):
+            if name is not None and name not in found:
+                raise NotFound(f"no article with id {name!r}")
+        a = found[new.article]
+        b = found[new.other] if new.other is not None else None
+        a, b = normalised(new.kind, a, b)
+        existing = matching(session=session, kinds=[new.kind], article_id=a, other_id=b)
+        replaced: list[int] = []
+        if existing:
+            override_id, created = existing[0], False
+            if new.kind == PIN and new.position is not None:
+                _place_pin(session, a, override_id, new.position)
+        else:
+            _check_groups(session, new.kind, a, b)
+            replaced = _replace(session, new.kind, a, b)
+            override_id = add_override(
+                session=session,
+                kind=new.kind,
+                article_id=a,
+                other_id=b,
+                position=0 if new.kind == PIN else None,
+                reason=new.reason,
+                created_by=new.by,
+                created_at=datetime.now(UTC),
+            )
+            created = True
+            if new.kind == PIN:
+                _place_pin(session, a, override_id, new.position)
+        if created and new.kind in CLUSTER_KINDS:
+            self._clusters(session, [x for x in (a, b) if x is not None])
+        (row,) = list_overrides(session=session, ids=[override_id])
+        return {"override": as_dict(row), "created": created, "replaced": replaced}
+
+    def remove_in(self, override_id: int, *, session: Session) -> dict[str, Any]:
+        """Delete one override in the caller's transaction; returns it as it was.
+
+        Raises:
+            NotFound: no override has this id.
+        """
+        begin_write(session=session)
+        rows = list_overrides(session=session, ids=[override_id])
+        if not rows:
+            raise NotFound(f"no override with id {override_id}")
+        row = rows[0]
+        delete_overrides(session=session, ids=[override_id])
+        if row.kind == PIN:
+            _place_pin(session, row.article_id, None, None)
+        if row.kind in CLUSTER_KINDS:
+            self._clusters(session, [x for x in (row.article_id, row.other_id) if x is not None])
+        return as_dict(row)
+
+    def listing(
+        self,
+        *,
+        session: Session,
+        kinds: Sequence[str] | None = None,
+        article: str | None = None,
+        after_id: int = 0,
+        limit: int = 1_000,
+    ) -> list[dict[str, Any]]:
+        """Overrides by id (optionally of some kinds, or naming one article).
+
+        Raises:
+            InvalidRequest: an unknown kind. NotFound: an unknown article.
+        """
+        wanted = tuple(kinds or KINDS)
+        unknown = [k for k in wanted if k not in KINDS]
+        if unknown:
+            raise InvalidRequest(f"kind must be one of {', '.join(KINDS)}, got {unknown[0]!r}")
+        article_id = None
+        if article is not None:
+            found = internal_ids(session=session, external_ids=[check_id(article)])
+            if article not in found:
+                raise NotFound(f"no article with id {article!r}")
+            article_id = found[article]
+        rows = list_overrides(
+            session=session, kinds=wanted, article_id=article_id, after_id=after_id, limit=limit
+        )
+        return [as_dict(r) for r in rows]
+
+    def _clusters(self, session: Session, ids: Sequence[int]) -> None:
+        if self.cluster_change is not None:
+            self.cluster_change(session, ids)
+
+
+def as_dict(row: OverrideRow) -> dict[str, Any]:
+    """The JSON shape of an override (HTTP and CLI)."""
+    deleted = [x for x, gone in ((row.article, row.article_deleted),) if gone]
+    if row.other is not None and row.other_deleted:
+        deleted.append(row.other)
+    return {
+        "id": row.id,
+        "kind": row.kind,
+        "article": row.article,
+        "other": row.other,
+        "position": row.position,
+        "reason": row.reason,
+        "by": row.created_by,
+        "at": row.created_at.isoformat(),
+        "active": not deleted,
+        "deleted": deleted,
+    }
+
+
+def _replace(session: Session, kind: str, a: int, b: int | None) -> list[int]:
+    """Delete what ``kind`` on (a, b) replaces; returns the deleted override ids."""
+    gone: list[int] = []
+    for other_kind in REPLACES.get(kind, ()):
+        pairs = [(a, b)]
+        if PIN in (kind, other_kind) and b is not None:
+            pairs += [(b, a)]  # a pin is directed, a block is not
+        for x, y in dict.fromkeys(normalised(other_kind, x, y) for x, y in pairs):
+            found = matching(session=session, kinds=[other_kind], article_id=x, other_id=y)
+            delete_overrides(session=session, ids=found)
+            gone += found
+            if found and other_kind == PIN:
+                _place_pin(session, x, None, None)
+    return gone
+
+
+def _place_pin(session: Session, article_id: int, override_id: int | None, at: int | None) -> None:
+    """Renumber the article's pins 0..n-1 in order, with ``override_id`` moved to ``at``."""
+    pins = [p[0] for p in pins_of(session=session, article_id=article_id)]
+    if override_id is not None:
+        pins.remove(override_id)
+        pins.insert(len(pins) if at is None else min(at, len(pins)), override_id)
+    for position, pin_id in enumerate(pins):
+        set_position(session=session, override_id=pin_id, position=position)
+
+
+def _check_groups(session: Session, kind: str, a: int, b: int | None) -> None:
+    """Refuse a ``not_duplicate`` pair inside one ``same_article`` group, or a
+    ``same_article`` that would join a ``not_duplicate`` pair into one."""
+    if b is None or kind not in (NOT_DUPLICATE, SAME_ARTICLE):
+        return
+    skip = (a, b)  # the pair's own same_article is replaced, not a conflict
+    group_a, group_b = same_article_group(session, a, skip), same_article_group(session, b, skip)
+    if kind == NOT_DUPLICATE:
+        if b in group_a:
+            raise Conflict(
+                "these articles are joined by same_article overrides: remove those first"
+            )
+        return
+    joined = group_a | group_b
+    for r in relations_touching(session=session, article_ids=sorted(joined), kinds=[NOT_DUPLICATE]):
+        inside = r.other_id is not None and r.article_id in joined and r.other_id in joined
+        if inside and {r.article_id, r.other_id} != {a, b}:  # that one is replaced
+            raise Conflict(
+                "a not_duplicate override separates two articles this would join: remove it first"
+            )
+
+
+def same_article_group(
+    session: Session, article_id: int, skip: tuple[int, int] | None = None
+) -> set[int]:
+    """The articles joined to ``article_id`` by ``same_article`` overrides (itself included),
+    not counting the pair ``skip`` (normalised)."""
+    group, frontier = {article_id}, {article_id}
+    while frontier:
+        found = relations_touching(
+            session=session, article_ids=sorted(frontier), kinds=[SAME_ARTICLE]
+        )
+        reached = {
+            x
+            for r in found
+            if (r.article_id, r.other_id) != skip
+            for x in (r.article_id, r.other_id)
+            if x is not None
+        }
+        frontier = reached - group
+        group |= reached
+    return group
+
+
+def touched(rows: Iterable[OverrideRow]) -> set[int]:
+    """Internal ids the given overrides name."""
+    return {x for r in rows for x in (r.article_id, r.other_id) if x is not None}

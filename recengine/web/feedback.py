@@ -1,0 +1,152 @@
+"""``POST /api/v1/feedback``: the widget's impressions and clicks (``pipeline.feedback``).
+
+Public (readers' browsers send it, with no key), cheap and rate limited per client address.
+The body is JSON, sent as ``text/plain`` by ``navigator.sendBeacon`` (a cross-origin beacon
+may not send ``application/json``); :class:`BeaconBodies` lets the app read it as JSON.
+
+On recengine's worker the endpoint never takes one of the request threads: the worker hands
+a complete request for this path to :func:`beacon_answerer`'s coroutine on its event loop,
+which validates it, queues its events and waits (without a thread) for their group commit,
+so a burst of beacons cannot delay related lists. Any other server runs the same checks in
+the Flask view below (on a request thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import os
+from collections.abc import Awaitable, Callable, Iterable
+from email.utils import formatdate
+from typing import Any
+
+from flask import request
+from pydantic import ValidationError
+
+from recengine.errors import InvalidRequest, NotFound, Overloaded, RateLimited, RecengineError
+from recengine.pipeline.feedback import Event
+from recengine.web.dispatch import Outcome
+from recengine.web.errors import InvalidJson, describe, status_of
+from recengine.web.front import REASONS, Head, error_response
+from recengine.web.routing import Router, validated_body
+from recengine.web.schemas_editorial import EditorialModels, FeedbackCounted, FeedbackIn
+from recengine.web.services import EXTENSION, Services, services
+
+FEEDBACK_PATH = "/api/v1/feedback"
+MODELS = "recengine.editorial_models"
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def events_of(body: FeedbackIn) -> list[Event]:
+    return [Event(e.type, e.article, e.variant, e.slot) for e in body.events()]
+
+
+def count_feedback() -> FeedbackCounted:
+    """Count what readers did with a related list: impressions (the list was seen, one event
+    per slot shown) and clicks, under the list's variant and slot.
+
+    Counted per day, list article, variant and slot (no cookie, no reader id, nothing
+    personal is stored). Answered once committed. Rate limited per client address (429).
+    """
+    counter = services().feedback
+    future = counter.submit(events_of(validated_body(FeedbackIn)), request.remote_addr or "")
+    return FeedbackCounted(counted=_wait(future, services().settings.web.timeout_seconds))
+
+
+def _wait(future: concurrent.futures.Future[int], timeout: float) -> int:
+    try:
+        return future.result(timeout)
+    except concurrent.futures.TimeoutError:
+        raise Overloaded("the feedback could not be committed in time: try again") from None
+
+
+class BeaconBodies:
+    """WSGI middleware: a ``text/plain`` body posted to the feedback endpoint is read as JSON."""
+
+    def __init__(self, app: WSGIApp) -> None:
+        self.app = app
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if environ.get("PATH_INFO") == FEEDBACK_PATH and environ.get("CONTENT_TYPE", "").startswith(
+            "text/plain"
+        ):
+            environ = {**environ, "CONTENT_TYPE": "application/json"}
+        return self.app(environ, start_response)
+
+
+def init_app(router: Router, models: EditorialModels) -> None:
+    router.app.extensions[MODELS] = models
+    if router.settings.feedback.enabled:
+        router.add(
+            FEEDBACK_PATH,
+            count_feedback,
+            method="POST",
+            write=None,
+            tag="readers",
+            ok=FeedbackCounted,
+            json=models.feedback_in,
+            errors=(NotFound, RateLimited, Overloaded),
+        )
+
+
+# -- on recengine's worker: answered on the event loop -------------------------------------
+
+
+Answerer = Callable[[Head, bytes, Any, bool], Awaitable[Outcome | None]]
+
+
+def beacon_answerer(app: Any) -> Answerer | None:
+    """The worker's coroutine for feedback requests of ``app`` (None: not a recengine app,
+    or feedback is off). It answers None for a request it leaves to the app (not this path,
+    or a chunked body)."""
+    found = getattr(app, "extensions", {}).get(EXTENSION)
+    models = getattr(app, "extensions", {}).get(MODELS)
+    if not isinstance(found, Services) or models is None or not found.settings.feedback.enabled:
+        return None
+    svc: Services = found
+    timeout = float(svc.settings.web.timeout_seconds)
+
+    async def answer(head: Head, data: bytes, client: Any, keep_alive: bool) -> Outcome | None:
+        if head.method != "POST" or head.path.split("?", 1)[0] != FEEDBACK_PATH or head.chunked:
+            return None
+        address = client[0] if isinstance(client, tuple) and client else str(client)
+        try:
+            body = _parse(models.feedback_in, data[len(head.raw) :])
+            future = svc.feedback.submit(events_of(body), address)
+            counted = await asyncio.wait_for(asyncio.wrap_future(future), timeout)
+        except RecengineError as exc:
+            return Outcome(error_response(status_of(type(exc)), exc.code, str(exc)), False)
+        except TimeoutError:
+            message = "the feedback could not be committed in time: try again"
+            return Outcome(error_response(503, Overloaded.code, message), False)
+        except Exception:  # the database: as the app answers it
+            message = "the database cannot be reached"
+            return Outcome(error_response(503, "unavailable", message), False)
+        return Outcome(_ok({"counted": counted}, keep_alive), keep_alive)
+
+    return answer
+
+
+def _parse(model: type[FeedbackIn], raw: bytes) -> FeedbackIn:
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        if any(e["type"] == "json_invalid" for e in exc.errors()):
+            raise InvalidJson("the body is not valid JSON") from None
+        raise InvalidRequest(describe(exc)) from None
+
+
+def _ok(body: dict[str, Any], keep_alive: bool) -> bytes:
+    payload = json.dumps(body).encode()
+    lines = [
+        f"HTTP/1.1 200 {REASONS.get(200, 'OK')}",
+        f"Date: {formatdate(usegmt=True)}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(payload)}",
+        f"Connection: {'keep-alive' if keep_alive else 'close'}",
+        "X-Content-Type-Options: nosniff",
+        f"X-Recengine-Worker: {os.getpid()}",
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
