@@ -74,13 +74,15 @@ def _bearer(authorization: str | None) -> str | None:
     return token
 
 
-def guarded(*, write: bool) -> Callable[[F], F]:
-    """Check the API key, then parse a JSON body, before the wrapped (validating) view runs."""
+def guarded(*, write: bool | None) -> Callable[[F], F]:
+    """Check the API key (unless ``write`` is None: a public operation), then parse a JSON
+    body, before the wrapped (validating) view runs."""
 
     def decorate(view: F) -> F:
         @wraps(view)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            check_key(services().settings, request.headers.get("Authorization"), write=write)
+            if write is not None:
+                check_key(services().settings, request.headers.get("Authorization"), write=write)
             if request.method in BODY_METHODS:
                 _parse_json()
             return view(*args, **kwargs)

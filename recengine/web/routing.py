@@ -100,7 +100,7 @@ class Router:
         self.app.add_url_rule(
             rule,
             endpoint=f"{tag}.{view.__name__}",
-            view_func=validated if write is None else guarded(write=write)(validated),
+            view_func=guarded(write=write)(validated),
             methods=[method],
         )
 

@@ -139,11 +139,14 @@ class FeedbackEvent(BaseModel):
     slot: int = Field(ge=0, description="0-based position of the item in the list.")
 
 
+_FeedbackEvent = FeedbackEvent
+
+
 class FeedbackIn(RootModel[Any]):
     """One event, or a batch (a JSON array). Sent as ``text/plain`` by ``navigator.sendBeacon``
     (a cross-origin beacon cannot send ``application/json``): the body is JSON either way."""
 
-    def events(self) -> list[FeedbackEvent]:
+    def events(self) -> list[_FeedbackEvent]:
         root = self.root
         return list(root) if isinstance(root, list) else [root]
 
@@ -163,19 +166,16 @@ def build_editorial_models(settings: Settings, variants: Sequence[str]) -> Edito
     limit, slots = settings.feedback.max_events, settings.related.max_k
     names: Any = Literal[tuple(variants)]
 
-    class FeedbackEventModel(FeedbackEvent):
+    class FeedbackEvent(_FeedbackEvent):  # named as published (and in error messages)
         variant: names = Field(description="The variant the list's body named.")
         slot: int = Field(ge=0, lt=slots, description="0-based position of the item in the list.")
 
     class FeedbackInModel(FeedbackIn):
         root: Annotated[
-            Annotated[FeedbackEventModel, Tag("one")]
-            | Annotated[
-                list[FeedbackEventModel], Field(min_length=1, max_length=limit), Tag("batch")
-            ],
+            Annotated[FeedbackEvent, Tag("one")]
+            | Annotated[list[FeedbackEvent], Field(min_length=1, max_length=limit), Tag("batch")],
             Discriminator(lambda v: "batch" if isinstance(v, list) else "one"),
         ]
 
-    FeedbackEventModel.__name__ = FeedbackEventModel.__qualname__ = "FeedbackEvent"
     FeedbackInModel.__name__ = FeedbackInModel.__qualname__ = "FeedbackIn"
     return EditorialModels(FeedbackInModel)
