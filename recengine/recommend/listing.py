@@ -18,13 +18,13 @@ import numpy.typing as npt
 from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
+from recengine.derived.rows import epoch, label_hashes
 from recengine.features.tfidf import SparseVector
 from recengine.index.view import Hits, RowFilter
 from recengine.recommend.criterion import NO_CLUSTER, Articles, VectorAt, anonymous
 from recengine.recommend.curation import take
 from recengine.recommend.live import Snapshot
 from recengine.recommend.params import Filters
-from recengine.derived.rows import epoch, label_hashes
 from recengine.storage.clusters import clusters_of
 from recengine.storage.index_source import internal_ids
 

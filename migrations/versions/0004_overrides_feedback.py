@@ -1,7 +1,7 @@
 """editorial overrides and reader feedback counters
 
-Revision ID: 0002
-Revises: 0001
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-12-02
 
 ``overrides``: editors' decisions (not duplicates, same article, pinned canonical, pinned and
@@ -19,8 +19,8 @@ from alembic import op
 
 import recengine.storage.types
 
-revision: str = "0002"
-down_revision: str | None = "0001"
+revision: str = "0004"
+down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
