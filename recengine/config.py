@@ -101,6 +101,11 @@ class IngestSettings(_Section):
             raise ValueError(f"unknown time zone {value!r}") from exc
         return value
 
+    @property
+    def zone(self) -> ZoneInfo:
+        """Where every time given without an offset is read (records, filters, events)."""
+        return ZoneInfo(self.naive_timezone)
+
 
 class _Listing(_Section):
     """A section with a default ``k`` that must not exceed its ``max_k``."""

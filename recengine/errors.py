@@ -26,6 +26,11 @@ class NotFound(RecengineError):
 
     code = "not_found"
 
+    @classmethod
+    def article(cls, external_id: str) -> NotFound:
+        """The one phrasing of a missing article, wherever it is looked up."""
+        return cls(f"no article with id {external_id!r}")
+
 
 class SchemaOutOfDate(RecengineError):
     """The database schema is missing or older than this code; run ``recengine db upgrade``."""

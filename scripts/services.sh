@@ -1,6 +1,6 @@
 # Services the test suite needs, started when not running. Sourced by scripts/test.
 #   start_postgres: a private PostgreSQL server (Debian's package, installed when missing);
-#                   exports RECENGINE_TEST_POSTGRES_URL.
+#                   exports RECENGINE_TEST_POSTGRES_URL. postgres_notice: says it is still up.
 #   ensure_java:    a Java runtime for the Spark tests (Debian's openjdk-17-jre-headless when
 #                   `java` is missing; PySpark 4 needs Java 17 or newer).
 #   ensure_chromium: see below.
@@ -41,9 +41,22 @@ start_postgres() {
     "${run[@]}" "$bindir/pg_ctl" -D "$dir" -l "$dir/server.log" -w \
       -o "-p $port -k /tmp -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
       start >/dev/null
+    PG_STARTED="started by this run"
+  else
+    PG_STARTED="already running"
   fi
+  PG_STOP="${run[*]:+${run[*]} }$bindir/pg_ctl -D $dir stop"
   export RECENGINE_TEST_POSTGRES_URL="postgresql+psycopg://postgres@127.0.0.1:$port/postgres"
-  echo "PostgreSQL: $RECENGINE_TEST_POSTGRES_URL" >&2
+  echo "PostgreSQL ($PG_STARTED): $RECENGINE_TEST_POSTGRES_URL" >&2
+}
+
+# Says, at the end of a run, that the private PostgreSQL server is still running (it is left up
+# on purpose: the next run, and other checkouts' runs, reuse it) and how to stop it.
+postgres_notice() {
+  if [ -n "${PG_STOP:-}" ]; then
+    echo "PostgreSQL on 127.0.0.1:${RECENGINE_TEST_PG_PORT:-54329} ($PG_STARTED) is left" \
+         "running for the next run; stop it with: $PG_STOP" >&2
+  fi
 }
 
 ensure_java() {

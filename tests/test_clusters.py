@@ -187,10 +187,25 @@ def test_duplicates_command_prints_clusters(
     for c in lines:
         assert [m["id"] for m in c["members"]] == expected[c["canonical"]]
         assert isinstance(c["members"][0]["distance"], int)
-    one = runner.invoke(main, ["duplicates", "--id", reposts[0]["id"]], obj=CliContext(settings))
+    one = runner.invoke(
+        main, ["duplicates", "--id", reposts[0]["id"], "--format", "json"], obj=CliContext(settings)
+    )
     assert json.loads(one.output)["canonical"] == bases[0]["id"]
     missing = runner.invoke(main, ["duplicates", "--id", "nope"], obj=CliContext(settings))
     assert missing.exit_code == 2 and "no article" in missing.output
+
+    # text, for people: ids with their titles, the cluster's members indented below
+    text = runner.invoke(main, ["duplicates"], obj=CliContext(settings)).output.splitlines()
+    first = bases[0]
+    title = " ".join(first["title"].split())
+    title = title if len(title) <= 60 else title[:60] + "..."
+    at = text.index(f"{first['id']}  {title}")
+    assert text[at + 1].startswith(f"    repost0-{first['id']}  ") and "distance " in text[at + 1]
+    one_text = runner.invoke(
+        main, ["duplicates", "--id", reposts[0]["id"]], obj=CliContext(settings)
+    )
+    assert one_text.output.startswith(f"near-duplicates of {reposts[0]['id']}  ")
+    assert f"  {first['id']}  " in one_text.output and "canonical, distance" in one_text.output
 
 
 def test_pure_cluster_function_equals_the_sql_path(

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 class CliContext:
     """Settings, engine, session factory and featurizer of one command.
 
+    Only commands that create a database (``db upgrade``, ``demo``) call :meth:`creating`
+    first; every other command uses an existing one and, when there is none (the wrong folder),
+    says which file it looked for instead of creating an empty one.
+
     Args:
         settings: the settings, or a function that loads them on first use (so a command's
             ``--help`` never reads configuration).
@@ -29,17 +33,30 @@ class CliContext:
 
     def __init__(self, settings: Settings | Callable[[], Settings]) -> None:
         self._settings = settings
+        self._create = False
 
     @cached_property
     def settings(self) -> Settings:
         loaded = self._settings
         return loaded() if callable(loaded) else loaded
 
+    def creating(self) -> CliContext:
+        """Allow the engine to create a missing SQLite file (before ``engine`` is first used)."""
+        self._create = True
+        return self
+
     @cached_property
     def engine(self) -> Engine:
         from recengine.storage.db import make_engine
 
-        return make_engine(self.settings.resolved_database_url)
+        return make_engine(self.settings.resolved_database_url, create=self._create)
+
+    @property
+    def database(self) -> str:
+        """The database, as shown to a person (password hidden, SQLite path absolute)."""
+        from recengine.storage.db import describe_url
+
+        return describe_url(self.settings.resolved_database_url)
 
     @cached_property
     def factory(self) -> sessionmaker[Session]:

@@ -21,10 +21,11 @@ def upgrade_command(ctx: CliContext) -> None:
     """Create the schema, or migrate it to this version's (safe to run again)."""
     from recengine.storage.migrate import current_revision, upgrade
 
-    before = current_revision(ctx.engine)
-    upgrade(ctx.engine)
-    after = current_revision(ctx.engine)
-    where = ctx.engine.url.render_as_string(hide_password=True)
+    engine = ctx.creating().engine
+    before = current_revision(engine)
+    upgrade(engine)
+    after = current_revision(engine)
+    where = ctx.database
     if before == after:
         click.echo(f"schema of {where} is current (revision {after})")
     else:

@@ -33,8 +33,11 @@ from recengine.storage.migrate import upgrade
 @click.pass_obj
 def demo(ctx: CliContext, /, limit: int | None, serve: bool, **server: Any) -> None:
     """Create the database, ingest and index the demo corpus, then serve it."""
-    upgrade(ctx.engine)
-    click.echo(f"database: {ctx.engine.url.render_as_string(hide_password=True)}")
+    settings = serve_cmd.server_settings(ctx.settings, **server)
+    if serve:  # before the minute of ingest, not after it
+        serve_cmd.check_port(settings.web.host, settings.web.port)
+    upgrade(ctx.creating().engine)
+    click.echo(f"database: {ctx.database}")
     with Ingester(ctx.factory, ctx.featurizer) as ingester:
         summary = ingester.ingest_records(inews_records(limit))
     click.echo(
@@ -44,7 +47,6 @@ def demo(ctx: CliContext, /, limit: int | None, serve: bool, **server: Any) -> N
     if summary.features_pending:
         reindex_cmd.run(ctx)
     if serve:
-        settings = serve_cmd.server_settings(ctx.settings, **server)
         if not settings.api_key:
             settings = settings.model_copy(update={"allow_open_writes": True})
         serve_cmd.run(CliContext(settings), announce="demo ready: open the demo page")

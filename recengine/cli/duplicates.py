@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from recengine.cli.output import titled
+
 if TYPE_CHECKING:
     from recengine.cli.context import CliContext
+    from recengine.recommend.duplicates import DuplicatesOf
 
 
 @click.command()
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "jsonl"]),
+    type=click.Choice(["text", "jsonl", "json"]),
     default="text",
     show_default=True,
-    help="jsonl: one JSON object per cluster, for scripts.",
+    help="text: for people, with titles; jsonl (json): one JSON object per cluster, for scripts.",
 )
 @click.option("--id", "article_id", default=None, help="Show the duplicates of this article.")
 @click.pass_obj
@@ -28,29 +31,50 @@ def duplicates(ctx: CliContext, fmt: str, article_id: str | None) -> None:
     jsonl lines: {"canonical": "id", "members": [{"id": "...", "distance": 2, "score": 0.97}]}
     (distance: Hamming distance of the fingerprints to the canonical's; score: the
     verification score, resemblance of the two texts' character shingles). With --id, the
-    article's cluster with each member judged against it.
+    article's cluster with each member judged against it (json: the body of
+    GET /api/v1/articles/<id>/duplicates).
     """
     from recengine.features.neardup import NearDupCriterion
     from recengine.recommend.duplicates import clusters, duplicates_of
+    from recengine.storage.articles import titles_of
     from recengine.storage.db import transaction
 
     with transaction(ctx.factory) as session:
         if article_id is not None:
-            criterion = NearDupCriterion.from_settings(ctx.settings)
             found = duplicates_of(
                 session=session,
                 external_id=article_id,
-                criterion=criterion,
+                criterion=NearDupCriterion.from_settings(ctx.settings),
                 text=ctx.featurizer.text,
             )
-            click.echo(json.dumps(found.as_dict(), ensure_ascii=False, indent=None))
+            if fmt == "text":
+                ids = [found.article, *(d.id for d in found.duplicates)]
+                _print_one(found, titles_of(session=session, external_ids=ids))
+            else:
+                click.echo(json.dumps(found.as_dict(), ensure_ascii=False))
             return
         for cluster in clusters(session=session):
-            if fmt == "jsonl":
-                click.echo(json.dumps(cluster, ensure_ascii=False))
+            if fmt == "text":
+                ids = [cluster["canonical"], *(m["id"] for m in cluster["members"])]
+                _print_cluster(cluster, titles_of(session=session, external_ids=ids))
             else:
-                members = ", ".join(
-                    f"{m['id']} (d={m['distance']}, resemblance={m['score']:.3f})"
-                    for m in cluster["members"]
-                )
-                click.echo(f"{cluster['canonical']}: {members}")
+                click.echo(json.dumps(cluster, ensure_ascii=False))
+
+
+def _print_cluster(cluster: dict[str, Any], titles: dict[str, str]) -> None:
+    click.echo(titled(cluster["canonical"], titles))
+    for m in cluster["members"]:
+        detail = f"distance {m['distance']}, resemblance {m['score']:.3f}"
+        click.echo(f"    {titled(m['id'], titles)}  ({detail})")
+
+
+def _print_one(found: DuplicatesOf, titles: dict[str, str]) -> None:
+    click.echo(f"near-duplicates of {titled(found.article, titles)}:")
+    if not found.duplicates:
+        click.echo("  (none)")
+    for d in found.duplicates:
+        role = "canonical, " if d.canonical else ""
+        detail = (
+            f"{role}distance {d.distance}, resemblance {d.resemblance:.3f}, cosine {d.cosine:.3f}"
+        )
+        click.echo(f"  {titled(d.id, titles)}  ({detail})")

@@ -1,9 +1,10 @@
 """Entry point: the click group, settings, and turning every expected error into a clear message.
 
 Exit codes: 0 success; 1 the command ran but some input was rejected (details printed);
-2 usage error or bad input that stopped the command (nothing was changed); 70 an internal error
-(run with ``--debug`` for the traceback); 75 the database was busy (locked by another writer
-for too long: nothing was changed, try again).
+2 usage error, bad setting or bad input that stopped the command (nothing was changed); 70 an
+internal error (run with ``--debug`` for the traceback); 75 the database was busy (locked by
+another writer for too long: nothing was changed, try again); 141 the output pipe was closed (as
+``recengine duplicates | head`` does), silently, as for any Unix tool.
 
 Start-up is kept short: the commands are listed with their one-line help from
 :data:`COMMANDS` and a command's module is imported only when that command runs (or shows its
@@ -14,6 +15,7 @@ module, nothing else (``tests/test_cli_startup.py`` checks both).
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -26,6 +28,7 @@ EXIT_REJECTED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 70
 EXIT_BUSY = 75  # EX_TEMPFAIL: try again later
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `seq 1000000 | head -1`
 BUSY_MESSAGE = (
     "error: the database is busy: another process held its write lock for longer than the "
     "wait allows (SQLite takes one writer at a time); nothing was changed, try again"
@@ -45,6 +48,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "recengine.cli.duplicates",
         "duplicates",
         "List near-duplicate clusters of two or more articles, canonical first.",
+    ),
+    "events": (
+        "recengine.cli.feed",
+        "events",
+        "Record that reader USER read ARTICLE_IDS (all or none: an unknown id changes nothing).",
+    ),
+    "feed": (
+        "recengine.cli.feed",
+        "feed",
+        "The de-duplicated feed of reader USER, from what they read (`recengine events`).",
     ),
     "ingest": ("recengine.cli.ingest", "ingest", "Upsert the articles of FILE by their id."),
     "reindex": (
@@ -97,6 +110,8 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:  # `recengine duplicates | head`: the reader has gone
+            _closed_pipe()
         except RecengineError as exc:
             _fail(ctx, f"error: {exc}", EXIT_BAD_INPUT)
         except OSError as exc:  # unreadable files, full disks, permissions
@@ -106,7 +121,7 @@ class _Group(click.Group):
             _fail(ctx, f"interrupted {detail}" if detail else "interrupted", 130)
         except Exception as exc:
             _database_error(ctx, exc)
-            _fail(ctx, f"internal error: {type(exc).__name__}: {exc}", EXIT_INTERNAL)
+            _fail(ctx, f"internal error: {_brief(exc)}", EXIT_INTERNAL)
 
 
 def short_help(group: click.Group, ctx: click.Context, name: str, limit: int) -> str:
@@ -127,9 +142,45 @@ def _database_error(ctx: click.Context, exc: Exception) -> None:
 
         if is_busy(exc):
             _fail(ctx, BUSY_MESSAGE, EXIT_BUSY)
-        _fail(ctx, f"error: cannot use the database: {exc.orig}", EXIT_BAD_INPUT)
+        reason = _brief(exc.orig, with_type=False)
+        _fail(ctx, f"error: cannot use the database {_database(ctx)}: {reason}", EXIT_BAD_INPUT)
     if isinstance(exc, errors.SQLAlchemyError):
-        _fail(ctx, f"error: database error: {exc}", EXIT_INTERNAL)
+        # Never the statement or its parameters: a batch's values would fill the screen.
+        orig = getattr(exc, "orig", None)
+        cause = orig if isinstance(exc, errors.StatementError) and orig else exc
+        _fail(ctx, f"error: database error: {_brief(cause)}", EXIT_INTERNAL)
+
+
+def _brief(exc: BaseException | None, *, with_type: bool = True) -> str:
+    """``Type: first line of the message``, at most 300 characters."""
+    if exc is None:
+        return "unknown"
+    lines = str(exc).strip().splitlines()
+    if not with_type and lines:
+        text = lines[0]
+    else:
+        text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _database(ctx: click.Context) -> str:
+    obj = ctx.find_root().obj
+    try:
+        return obj.database if isinstance(obj, CliContext) else ""
+    except Exception:  # settings that cannot be read: the message still says what failed
+        return ""
+
+
+def _closed_pipe() -> None:
+    """Exit as a Unix tool killed by SIGPIPE does: no message, status 128 + 13.
+
+    What is still buffered for stdout can never be written: point stdout at /dev/null so the
+    interpreter's final flush does not print a second error.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    sys.exit(EXIT_CLOSED_PIPE)
 
 
 def _fail(ctx: click.Context, message: str, code: int) -> None:
@@ -143,6 +194,7 @@ def _fail(ctx: click.Context, message: str, code: int) -> None:
 
 
 @click.group(cls=_Group)
+@click.version_option(package_name="recengine", message="recengine %(version)s")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 @click.pass_context
 def main(ctx: click.Context, debug: bool) -> None:

@@ -31,11 +31,12 @@ if TYPE_CHECKING:
 def report(ctx: CliContext, output: Path, sample: int) -> None:
     """Write an HTML report: nearest-neighbour distances, clusters, top terms, suppression."""
     from recengine.report.data import gather
-    from recengine.report.render import write_report
+    from recengine.report.render import require_plotting, write_report
 
+    require_plotting()  # before reading the whole corpus, and before creating the folder
     data = gather(
         ctx.factory,
-        database=ctx.engine.url.render_as_string(hide_password=True),
+        database=ctx.database,
         hamming_k=ctx.settings.features.hamming_k,
         sample=sample,
     )

@@ -12,7 +12,9 @@ related-articles index catches up with SQL before it answers, ``index.sync_inter
 
 from __future__ import annotations
 
+import errno
 import importlib
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +23,7 @@ from gunicorn.app.base import BaseApplication
 
 from recengine.cli.context import CliContext
 from recengine.config import Settings
+from recengine.errors import ConfigError
 from recengine.storage.migrate import check_schema
 
 APP_FACTORY = "recengine.web:create_app"
@@ -62,6 +65,7 @@ def run(ctx: CliContext, announce: str = "serving") -> None:
     check_schema(ctx.engine)
     ctx.engine.dispose()  # workers are forked: none may inherit an open connection
     web = ctx.settings.web
+    check_port(web.host, web.port)
 
     def when_ready(server: Any) -> None:
         for listener in server.LISTENERS:
@@ -75,6 +79,28 @@ def run(ctx: CliContext, announce: str = "serving") -> None:
         "proc_name": "recengine",
     }
     Server(ctx.settings, options).run()
+
+
+def check_port(host: str, port: int) -> None:
+    """Fail at once, with the fix, when the port is taken (gunicorn would retry for seconds).
+
+    Raises:
+        ConfigError: the address is in use or cannot be listened on.
+    """
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds
+        try:
+            probe.bind((host.strip("[]"), port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(
+                    f"port {port} on {host} is in use (another server?): try --port {port + 1}, "
+                    "or --port 0 for any free port"
+                ) from None
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
 def _display(host: str) -> str:

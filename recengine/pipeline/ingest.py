@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.errors import InvalidRecord, NotFound
 from recengine.features.counts import TermCounts
+from recengine.jsontext import printable
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Analyzed, Featurizer, model_params, text_hash
 from recengine.pipeline.models import ModelCache
@@ -191,7 +192,7 @@ class Ingester:
             found = find_existing(session=session, external_ids=external_ids)
             live = [a.id for a in found.values() if not a.deleted]
             if not live:
-                raise NotFound(f"no live article with id {', '.join(external_ids[:5])}")
+                raise NotFound.article(external_ids[0] if external_ids else "")
             now = datetime.now(UTC)
             for article_id in live:
                 soft_delete(session=session, article_id=article_id, seq=state.seq, now=now)
@@ -299,8 +300,11 @@ def _row(
 
 
 def _id_of(data: dict[str, Any]) -> str | None:
+    """A rejected record's id for the report, printable (it may be what made it bad)."""
     value = data.get("id")
-    return value if isinstance(value, str) and value else None
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 1 << 63:
+        value = str(value)
+    return printable(value) if isinstance(value, str) and value else None
 
 
 def _batches(items: Iterable[RawRecord], size: int) -> Iterator[list[RawRecord]]:

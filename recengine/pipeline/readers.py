@@ -1,8 +1,9 @@
 """Input files -> raw records with their line numbers: JSON Lines, CSV and TSV.
 
-Every problem with one record (invalid JSON or UTF-8, a record over the size limit, a row with
-the wrong number of fields) becomes a :class:`RawRecord` carrying an ``error`` and its line
-number; reading goes on with the next record. Only a problem with the whole file (missing,
+Every problem with one record (invalid JSON or UTF-8, JSON out of bounds such as deep nesting or
+huge numbers, a record over the size limit, a row with the wrong number of fields) becomes a
+:class:`RawRecord` carrying an ``error`` and its line number; reading goes on with the next
+record. Only a problem with the whole file (missing,
 unreadable, unknown format) raises.
 
 CSV/TSV files name their columns in a header row (``id``, ``title``, ``content``, ``url``,
@@ -23,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
+from recengine import jsontext
 from recengine.errors import InvalidRecord
+from recengine.jsontext import json_type
 
 Format = Literal["jsonl", "csv", "tsv"]
 
@@ -102,12 +105,15 @@ def read_jsonl(handle: BinaryIO, max_record_bytes: int) -> Iterator[RawRecord]:
             yield RawRecord(number, error=f"invalid UTF-8 at byte {exc.start}")
             continue
         try:
-            data = json.loads(text)
+            data = jsontext.loads(text)
         except json.JSONDecodeError as exc:
             yield RawRecord(number, error=f"invalid JSON: {exc.msg} at column {exc.colno}")
             continue
+        except ValueError as exc:  # out of bounds (recengine.jsontext): nesting, digits, ...
+            yield RawRecord(number, error=f"invalid JSON: {exc}")
+            continue
         if not isinstance(data, dict):
-            yield RawRecord(number, error=f"expected a JSON object, got {type(data).__name__}")
+            yield RawRecord(number, error=f"expected a JSON object, got {json_type(data)}")
             continue
         yield RawRecord(number, data=data)
 

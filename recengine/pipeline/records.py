@@ -4,9 +4,10 @@
 "tags": ["..."], "category": "...", "author": "...", "published_at": "2024-05-01T08:00:00+08:00"}``
 
 ``id`` is the caller's own string id; ``title`` or ``content`` must be non-empty. ``published_at``
-is ISO 8601 (a date alone means midnight) or a Unix timestamp in seconds; a time without a zone
-is read in ``ingest.naive_timezone`` (UTC unless configured). Unknown fields are ignored, so
-exports with extra columns (views, flags) load as they are.
+follows the one rule for times (``recengine.times``): ISO 8601 (a date alone means midnight) or
+Unix seconds, years 1900-2100; a time without an offset is read in ``ingest.naive_timezone`` (UTC
+unless configured). Unknown fields are ignored, so exports with extra columns (views, flags)
+load as they are.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from datetime import UTC, date, datetime, tzinfo
+from collections.abc import Sequence
+from datetime import UTC, datetime, tzinfo
 from typing import Annotated, Any
 
 from pydantic import (
@@ -26,14 +28,14 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 from recengine.errors import InvalidRecord
+from recengine.jsontext import json_type, printable
+from recengine.times import TIME_SCHEMA, parse_time
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _TAG_SPLIT = re.compile(r"[,，;；\s]+")
-# Unix timestamps from year 1970 to 2100, in seconds.
-_MAX_TIMESTAMP = 4_102_444_800
-
 ShortText = Annotated[str, Field(max_length=255)]
 _INT64 = 1 << 63
 
@@ -59,16 +61,6 @@ _TAGS_SCHEMA: dict[str, Any] = {
         {"type": "string", "description": "Tags separated by commas, semicolons or spaces."},
         {"type": "null"},
     ],
-}
-_TIME_SCHEMA: dict[str, Any] = {
-    "anyOf": [
-        {"type": "string", "format": "date-time"},
-        {"type": "string", "format": "date"},
-        {"type": "number", "minimum": 0, "maximum": 4_102_444_800, "description": "Unix time"},
-        {"type": "string", "maxLength": 0, "description": "empty: unknown"},
-        {"type": "null"},
-    ],
-    "description": "ISO 8601 (a time without a zone is read in ingest.naive_timezone).",
 }
 _HAS_TEXT: dict[str, Any] = {
     "anyOf": [
@@ -111,7 +103,7 @@ class ArticleRecord(BaseModel):
     ]
     category: ShortText | None = None
     author: ShortText | None = None
-    published_at: Annotated[datetime | None, WithJsonSchema(_TIME_SCHEMA)] = None
+    published_at: Annotated[datetime | None, WithJsonSchema(TIME_SCHEMA)] = None
 
     @field_validator("*", mode="after")
     @classmethod
@@ -167,19 +159,8 @@ class ArticleRecord(BaseModel):
     @field_validator("published_at", mode="before")
     @classmethod
     def _parse_time(cls, value: Any) -> Any:
-        if value is None or value == "":
-            return None
-        if isinstance(value, bool):
-            raise ValueError("must be an ISO 8601 date-time or a Unix timestamp")
-        if isinstance(value, str) and re.fullmatch(r"\d{9,11}(\.\d+)?", value.strip()):
-            value = float(value)
-        if isinstance(value, int | float):
-            if not 0 <= value <= _MAX_TIMESTAMP:
-                raise ValueError(f"Unix timestamp {value} is outside 1970..2100")
-            return datetime.fromtimestamp(value, tz=UTC)
-        if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
-            return datetime.combine(date.fromisoformat(value.strip()), datetime.min.time())
-        return value
+        """The one rule for times; a time without an offset stays naive (see with_timezone)."""
+        return parse_time(value, zone=None)
 
     @model_validator(mode="after")
     def _has_text(self) -> ArticleRecord:
@@ -208,7 +189,7 @@ def parse_record(data: Any, zone: tzinfo = UTC) -> ArticleRecord:
             ``published_at: Input should be a valid datetime``.
     """
     if not isinstance(data, dict):
-        raise InvalidRecord(f"expected a JSON object, got {type(data).__name__}")
+        raise InvalidRecord(f"expected a JSON object, got {json_type(data)}")
     try:
         return ArticleRecord.model_validate(data).with_timezone(zone)
     except ValidationError as exc:
@@ -217,9 +198,17 @@ def parse_record(data: Any, zone: tzinfo = UTC) -> ArticleRecord:
 
 def describe_validation(exc: ValidationError) -> str:
     """A compact, single-line description of what is wrong with which field."""
-    parts = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"])
-        message = error["msg"].removeprefix("Value error, ")
-        parts.append(f"{where}: {message}" if where else message)
-    return "; ".join(parts)
+    return "; ".join(describe_error(error["loc"], error) for error in exc.errors())
+
+
+_NOT_AN_OBJECT = frozenset({"model_type", "dict_type", "model_attributes_type"})
+
+
+def describe_error(loc: Sequence[Any], error: ErrorDetails) -> str:
+    """``field.sub: reason`` for one pydantic error; the caller's field names made printable,
+    and "expected a JSON object, got array" rather than a Python class name."""
+    where = ".".join(printable(str(p), 40) for p in loc)
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] in _NOT_AN_OBJECT:
+        message = f"expected a JSON object, got {json_type(error.get('input'))}"
+    return f"{where}: {message}" if where else message

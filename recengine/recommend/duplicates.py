@@ -90,7 +90,7 @@ def duplicates_of(
     """
     article = get_article(session=session, external_id=external_id)
     if article is None:
-        raise NotFound(f"no article with id {external_id!r}")
+        raise NotFound.article(external_id)
     row = canonical_of(session=session, article_id=article.id)
     head = row.canonical_id if row else article.id
     rows = members_of(session=session, canonical_id=head)

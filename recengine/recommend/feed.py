@@ -44,7 +44,7 @@ from recengine.recommend.explain import shared_terms
 from recengine.recommend.interests import Interest, find_interests, history_of
 from recengine.recommend.listing import above, hits_in_order, item, to_row_filter, with_clusters
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
-from recengine.recommend.params import Filters, check_id, check_int
+from recengine.recommend.params import Filters, check_id, check_int, check_time
 from recengine.recommend.slate import Slate
 from recengine.storage.events import add_events, read_article_ids
 from recengine.storage.features import features_of
@@ -72,11 +72,12 @@ class ReaderFeeds:
         article_ids: list[str],
         *,
         session: Session,
-        at: datetime | None = None,
+        at: datetime | str | float | None = None,
     ) -> int:
         """Store that ``user_id`` read these articles (caller ids), in the caller's transaction.
 
-        Nothing is committed here: the caller commits (or rolls back) its session.
+        ``at`` is when (the one rule for times, ``recengine.times``; default: now). Nothing is
+        committed here: the caller commits (or rolls back) its session.
 
         Raises:
             InvalidRequest: bad user id, article ids or time. NotFound: an article does not
@@ -84,13 +85,13 @@ class ReaderFeeds:
         """
         user_id = check_id(user_id, "user id")
         wanted = list(dict.fromkeys(check_id(a) for a in article_ids))
-        when = at or datetime.now(UTC)
+        when = check_time(at, "at", self.settings.ingest.zone) or datetime.now(UTC)
         begin_write(session=session)
         found = internal_ids(session=session, external_ids=wanted)
         live = briefs(session=session, ids=list(found.values()))
         missing = [a for a in wanted if found.get(a) not in live]
         if missing:
-            raise NotFound(f"no article with id {missing[0]!r}")
+            raise NotFound.article(missing[0])
         rows = [
             {"user_id": user_id, "article_id": found[a], "kind": "read", "at": when} for a in wanted
         ]
@@ -112,7 +113,9 @@ class ReaderFeeds:
         f = self.settings.feed
         user_id = check_id(user_id, "user id")
         k = check_int(f.default_k if k is None else k, "k", 1, f.max_k)
-        parsed = Filters.parse(self.settings.related.max_filter_values, **filters)
+        parsed = Filters.parse(
+            self.settings.related.max_filter_values, self.settings.ingest.zone, **filters
+        )
         snap = self.index.current(session=session)
         read = sorted(read_article_ids(session=session, user_id=user_id))
         history = history_of(session, snap.version, user_id, f, datetime.now(UTC))

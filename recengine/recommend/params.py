@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from recengine.errors import InvalidRequest
+from recengine.times import parse_time
 
 MAX_ID_LENGTH = 255
 
@@ -40,18 +41,12 @@ def check_labels(values: Iterable[Any] | str | None, name: str, limit: int) -> t
     return tuple(dict.fromkeys(items))
 
 
-def check_time(value: Any, name: str) -> datetime | None:
-    """An aware datetime, or an ISO 8601 string (a time without zone is read as UTC)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise InvalidRequest(f"{name} is not an ISO 8601 time: {value!r}") from None
-    if not isinstance(value, datetime):
-        raise InvalidRequest(f"{name} must be a time, got {value!r}")
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+def check_time(value: Any, name: str, zone: tzinfo = UTC) -> datetime | None:
+    """A time by the one rule of ``recengine.times`` (without an offset: read in ``zone``)."""
+    try:
+        return parse_time(value, zone)
+    except ValueError as exc:
+        raise InvalidRequest(f"{name}: {exc}") from None
 
 
 def check_score(value: Any, name: str = "min_score") -> float:
@@ -77,8 +72,8 @@ class Filters:
     min_score: float | None = None  # None: the caller's default (related.min_score, feeds 0)
 
     @classmethod
-    def parse(cls, limit: int, **raw: Any) -> Filters:
-        """From keyword values (None = not given).
+    def parse(cls, limit: int, zone: tzinfo = UTC, **raw: Any) -> Filters:
+        """From keyword values (None = not given); times without an offset are read in ``zone``.
 
         Raises:
             InvalidRequest: an unknown name or a bad value; the message names it.
@@ -86,8 +81,8 @@ class Filters:
         unknown = set(raw) - {f for f in cls.__dataclass_fields__}
         if unknown:
             raise InvalidRequest(f"unknown parameter(s): {', '.join(sorted(unknown))}")
-        after = check_time(raw.get("published_after"), "published_after")
-        before = check_time(raw.get("published_before"), "published_before")
+        after = check_time(raw.get("published_after"), "published_after", zone)
+        before = check_time(raw.get("published_before"), "published_before", zone)
         if after and before and after >= before:
             raise InvalidRequest("published_after must be earlier than published_before")
         score = raw.get("min_score")

@@ -112,7 +112,7 @@ class RelatedArticles:
             split_by: the A/B split key (``recommend.ranking.split_key``); None: the first
                 variant. A variant's ``k`` and ``min_score`` replace the request's.
             **filters: ``exclude`` (caller ids), ``categories``, ``tags``,
-                ``published_after``, ``published_before`` (aware datetimes or ISO 8601),
+                ``published_after``, ``published_before`` (the rule of ``recengine.times``),
                 ``min_score`` (0-1; ``related.min_score`` when not given).
 
         Raises:
@@ -125,7 +125,7 @@ class RelatedArticles:
         k = check_int(r.default_k if k is None else k, "k", 1, r.max_k)
         k = k if ranking.k is None else min(ranking.k, r.max_k)
         offset = check_int(offset, "offset", 0, r.max_offset)
-        parsed = Filters.parse(r.max_filter_values, **filters)
+        parsed = Filters.parse(r.max_filter_values, self.settings.ingest.zone, **filters)
         floor = r.min_score if parsed.min_score is None else parsed.min_score
         floor = floor if ranking.min_score is None else ranking.min_score
         snap = self.index.current(session=session)
@@ -259,7 +259,7 @@ def load_query(session: Session, snap: Snapshot, external_id: str) -> Query:
         if active != snap.version:  # a reindex switched models; the index catches up soon
             row = query_article(session=session, external_id=external_id, version=active)
     if row is None:
-        raise NotFound(f"no article with id {external_id!r}")
+        raise NotFound.article(external_id)
     if row.vector is None:
         raise ModelMissing(f"article {external_id!r} has no features yet: run `recengine reindex`")
     vector = SparseVector.from_bytes(row.vector) if row.vector else EMPTY_VECTOR

@@ -7,6 +7,7 @@ tables, which the reader's browser renders in any script. Every value is HTML-es
 from __future__ import annotations
 
 import html
+import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,11 @@ text-align:left;vertical-align:top}.num{text-align:right;font-variant-numeric:ta
 .bar{background:#4c78a8;height:.8em;display:inline-block}.muted{color:#777}
 .kpi{display:inline-block;margin:0 2em 1em 0}.kpi b{display:block;font-size:1.5em}
 """
+
+
+def require_plotting() -> None:
+    """Raise :class:`ConfigError` now, before any work, when matplotlib is missing."""
+    _pyplot()
 
 
 def _pyplot() -> Any:
@@ -73,14 +79,24 @@ def plot_cluster_sizes(data: ReportData, path: Path) -> None:
 
 
 def write_report(data: ReportData, folder: Path) -> Path:
-    """Write ``index.html`` and its plots into ``folder``; returns the HTML path."""
+    """Write ``index.html`` and its plots into ``folder``; returns the HTML path.
+
+    A folder this call created is removed again when writing fails: no empty report is left.
+    """
+    require_plotting()
+    created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
-    if len(data.nn_distances):
-        plot_nn_histogram(data, folder / "nn_hamming.png")
-    if data.cluster_sizes:
-        plot_cluster_sizes(data, folder / "cluster_sizes.png")
-    page = folder / "index.html"
-    page.write_text(render_html(data), encoding="utf-8")
+    try:
+        if len(data.nn_distances):
+            plot_nn_histogram(data, folder / "nn_hamming.png")
+        if data.cluster_sizes:
+            plot_cluster_sizes(data, folder / "cluster_sizes.png")
+        page = folder / "index.html"
+        page.write_text(render_html(data), encoding="utf-8")
+    except BaseException:
+        if created:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     return page
 
 

@@ -8,9 +8,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import URL, Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.errors import ConfigError, SchemaOutOfDate
 
 # SQLite: WAL lets readers (other gunicorn workers) read while one process writes;
 # synchronous=FULL makes every acknowledged commit survive a crash of the process or the OS;
@@ -24,22 +27,87 @@ _SQLITE_PRAGMAS = (
 _BUSY_TIMEOUT_MS = 30_000
 
 
-def make_engine(url: str, **kwargs: Any) -> Engine:
-    """An engine for ``url``; for SQLite, its folder is created and pragmas set per connection."""
-    parsed = make_url(url)
+SUPPORTED = "sqlite:///path/to/recengine.db or postgresql+psycopg://user:password@host/database"
+
+
+def make_engine(url: str, *, create: bool = True, **kwargs: Any) -> Engine:
+    """An engine for ``url``; for SQLite, pragmas are set on every connection.
+
+    Args:
+        url: a SQLAlchemy URL (SQLite or PostgreSQL).
+        create: for SQLite, create the file (and its folder) when missing. False for everything
+            that only uses an existing database: a command run in the wrong folder then says so
+            instead of leaving an empty ``recengine-data/recengine.db`` behind.
+
+    Raises:
+        ConfigError: the URL cannot be parsed, names an unknown database, or its driver is not
+            installed (the message says what to install or write instead).
+        SchemaOutOfDate: ``create`` is False and the SQLite file does not exist.
+    """
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ConfigError(f"database_url is not a database URL: use {SUPPORTED}") from None
     if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        _sqlite_file(parsed, create)
+    else:
+        kwargs.setdefault("pool_pre_ping", True)
+    try:
         engine = create_engine(url, **kwargs)
+    except NoSuchModuleError:
+        raise ConfigError(_unknown_database(parsed)) from None
+    except ImportError as exc:
+        raise ConfigError(_missing_driver(parsed, exc.name or "?")) from None
+    if parsed.get_backend_name() == "sqlite":
         timeout = parsed.query.get("timeout")
         busy_ms = int(float(str(timeout)) * 1000) if timeout else _BUSY_TIMEOUT_MS
         event.listen(engine, "connect", partial(_sqlite_on_connect, busy_ms))
         # pysqlite's own transaction handling would issue BEGIN too late (only before DML);
         # emit BEGIN ourselves so reads and writes of one session share a transaction.
         event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN"))
-        return engine
-    kwargs.setdefault("pool_pre_ping", True)
-    return create_engine(url, **kwargs)
+    return engine
+
+
+def describe_url(url: str | URL) -> str:
+    """The URL to show a person: password hidden; for SQLite, the file's absolute path."""
+    parsed = make_url(url) if isinstance(url, str) else url
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        return f"{parsed.drivername}:///{Path(parsed.database or '').resolve()}"
+    return parsed.render_as_string(hide_password=True)
+
+
+def _sqlite_file(parsed: URL, create: bool) -> None:
+    if not parsed.database or parsed.database == ":memory:" or parsed.database.startswith("file:"):
+        return
+    path = Path(parsed.database)
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif not path.exists():
+        raise SchemaOutOfDate(
+            f"no database at {path.resolve()}: run `recengine db upgrade` to create it, or run "
+            "where it is (the path comes from RECENGINE_DATABASE_URL, else RECENGINE_DATA_DIR, "
+            "default ./recengine-data)"
+        )
+
+
+def _unknown_database(parsed: URL) -> str:
+    name = parsed.drivername
+    if parsed.get_backend_name() in ("postgres", "pgsql"):
+        return f"database_url {name}:// is not a URL scheme SQLAlchemy knows: use postgresql+psycopg://"
+    return f"database_url {name}:// is not a database recengine can use: use {SUPPORTED}"
+
+
+def _missing_driver(parsed: URL, module: str) -> str:
+    name = parsed.drivername
+    if parsed.get_backend_name() == "postgresql":
+        fix = "pip install 'recengine[postgres]'"
+        if parsed.get_driver_name() != "psycopg":
+            fix += ", and write postgresql+psycopg:// (psycopg 3, the driver recengine installs)"
+        return f"database_url {name}:// needs the Python module {module}, not installed: {fix}"
+    return (
+        f"database_url {name}:// needs the Python module {module}, not installed; recengine "
+        f"supports SQLite and PostgreSQL: {SUPPORTED} (pip install 'recengine[postgres]')"
+    )
 
 
 def _sqlite_on_connect(busy_ms: int, dbapi_connection: Any, _record: Any) -> None:

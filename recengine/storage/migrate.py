@@ -11,6 +11,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
 from recengine.errors import SchemaOutOfDate
+from recengine.storage.db import describe_url
 
 
 def migrations_path() -> Path:
@@ -48,5 +49,6 @@ def check_schema(engine: Engine) -> None:
     if current != head:
         state = "has no schema" if current is None else f"is at revision {current}"
         raise SchemaOutOfDate(
-            f"the database {state}, this code needs {head}: run `recengine db upgrade`"
+            f"the database {describe_url(engine.url)} {state}, this code needs {head}: "
+            "run `recengine db upgrade`"
         )

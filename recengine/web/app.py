@@ -65,7 +65,7 @@ def create_app(settings: Settings | None = None, *, tokenizer: Tokenizer | None 
     app.config["MAX_CONTENT_LENGTH"] = settings.web.max_body_bytes
     app.url_map.converters["id"] = IdConverter
     app.wsgi_app = IdPaths(BeaconBodies(app.wsgi_app))  # type: ignore[method-assign]
-    engine = make_engine(settings.resolved_database_url)
+    engine = make_engine(settings.resolved_database_url, create=False)
     check_schema(engine)
     models = build_models(settings)
     services = Services(settings, engine, make_session_factory(engine), models, tokenizer)

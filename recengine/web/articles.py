@@ -48,7 +48,7 @@ def read(article_id: str) -> ArticleOut:
     """The stored article."""
     article = get_article(session=session(), external_id=article_id)
     if article is None:
-        raise NotFound(f"article {article_id!r} does not exist")
+        raise NotFound.article(article_id)
     return ArticleOut(
         id=article.external_id,
         title=article.title,

@@ -12,8 +12,6 @@ and a malformed body gets ``invalid_json`` rather than a misleading field error.
 from __future__ import annotations
 
 import hmac
-import json
-import re
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
@@ -22,6 +20,7 @@ from flask import Request, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from recengine import jsontext
 from recengine.config import Settings
 from recengine.web.errors import AccessDenied, AuthRequired, InvalidJson, WritesDisabled
 from recengine.web.services import services
@@ -36,13 +35,21 @@ def check_key(settings: Settings, authorization: str | None, *, write: bool) -> 
     Raises:
         WritesDisabled: no key is configured and the request needs one.
         AuthRequired: the request needs the key and sent none.
-        AccessDenied: the key sent is not the configured key.
+        AccessDenied: the key sent is not the configured key (with open writes and no key
+            configured, any key sent is wrong).
     """
     if not write and settings.web.public_reads:
         return
     key = settings.api_key
     if not key:
         if write and settings.allow_open_writes:
+            if _bearer(authorization) is not None:
+                # Any key is wrong where none is configured: the client believes it talks to a
+                # protected server (a deployment that lost its RECENGINE_API_KEY?). Say so.
+                raise AccessDenied(
+                    "an API key was sent but this server has none (open writes): send no "
+                    "Authorization header, or configure RECENGINE_API_KEY on the server"
+                )
             return
         what = "writes" if write else "reads"
         raise WritesDisabled(
@@ -104,29 +111,19 @@ def _parse_json() -> None:
     request.get_json()
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-
-
 class ApiJSONProvider(DefaultJSONProvider):
-    """Flask's JSON, writing UTF-8 as is, and refusing text that is not Unicode.
+    """Flask's JSON, writing UTF-8 as is, and parsing bodies with bounds.
 
-    JSON can escape half of a UTF-16 surrogate pair (``"\\ud800"``); such a string is not text,
-    cannot be stored in UTF-8 by either database, and is refused as invalid JSON (a whole pair,
-    as emoji are sent by some encoders, is fine).
+    Bodies are parsed by :func:`recengine.jsontext.loads`, as JSON Lines files are: nesting,
+    number sizes and text that is not Unicode (half of a UTF-16 surrogate pair, ``"\\ud800"``,
+    which neither database can store) are refused as invalid JSON.
     """
 
     ensure_ascii = False
     sort_keys = False
 
     def loads(self, s: str | bytes, **kwargs: Any) -> Any:
-        value = super().loads(s, **kwargs)
-        raw = s.encode("utf-8", "surrogatepass") if isinstance(s, str) else s
-        if _SURROGATE_ESCAPE.search(raw):
-            try:
-                json.dumps(value, ensure_ascii=False).encode("utf-8")
-            except UnicodeEncodeError:
-                raise ValueError("unpaired UTF-16 surrogate escape (\\ud800-\\udfff)") from None
-        return value
+        return jsontext.loads(s)
 
 
 class ApiRequest(Request):

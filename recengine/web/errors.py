@@ -33,6 +33,8 @@ from recengine.errors import (
     RecengineError,
     SchemaOutOfDate,
 )
+from recengine.jsontext import printable
+from recengine.pipeline.records import describe_error
 from recengine.storage.db import is_busy
 from recengine.web.schemas import ErrorBody
 from recengine.web.services import discard_session
@@ -161,7 +163,8 @@ def validation_hook(
 ) -> None:
     """spectree's "before" hook: a request that fails its schema becomes :class:`InvalidRequest`."""
     if isinstance(req_validation_error, ValidationError):
-        raise InvalidRequest(describe(req_validation_error)) from None
+        body = req.get_json(silent=True) if req.is_json else None
+        raise InvalidRequest(describe(req_validation_error, body)) from None
 
 
 def response_hook(
@@ -172,17 +175,34 @@ def response_hook(
         raise RuntimeError(f"response does not match its schema: {resp_validation_error}")
 
 
-def describe(exc: ValidationError) -> str:
-    """One line naming each bad field: ``k: Input should be less than or equal to 100``."""
+def describe(exc: ValidationError, body: Any = None) -> str:
+    """One line naming each bad field: ``k: Input should be less than or equal to 100``.
+
+    In a batch (a JSON array ``body``) the item is named by its position and its id:
+    ``item [1] (id 'a2'): published_at: year 9999 is outside 1900-2100``.
+    """
     parts = []
     for error in exc.errors(include_url=False):
         loc = list(error["loc"])
+        prefix = ""
         if loc and loc[0] in ("one", "batch"):  # the tag of a one-or-batch body
-            loc = loc[1:]
-        where = ".".join(str(p) for p in loc)
-        message = error["msg"].removeprefix("Value error, ")
-        parts.append(f"{where}: {message}" if where else message)
+            if loc[0] == "batch" and len(loc) > 1 and isinstance(loc[1], int):
+                prefix = _item(body, loc[1])
+                loc = loc[2:]
+            else:
+                loc = loc[1:]
+        parts.append(prefix + describe_error(loc, error))
     return "; ".join(parts)
+
+
+def _item(body: Any, index: int) -> str:
+    """``item [1] (id 'a2'): `` for a batch's item (its ``id``; an event's ``article``)."""
+    item = body[index] if isinstance(body, list) and 0 <= index < len(body) else None
+    for key in ("id", "article"):
+        named = item.get(key) if isinstance(item, dict) else None
+        if isinstance(named, str | int) and not isinstance(named, bool):
+            return f"item [{index}] ({key} '{printable(str(named), 60)}'): "
+    return f"item [{index}]: "
 
 
 def init_app(app: Flask) -> None:

@@ -22,7 +22,7 @@ from recengine.errors import InvalidRequest, RecengineError
 from recengine.web.auth import guarded, security
 from recengine.web.errors import AUTH, BODY, WritesDisabled, describe, responses
 from recengine.web.paths import ID_IN_PATH
-from recengine.web.schemas import PATH_PARAMETERS
+from recengine.web.schemas import PATH_PARAMETERS, query_names
 
 M = TypeVar("M", bound=BaseModel)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -97,12 +97,33 @@ class Router:
         if json is not None:
             validated = _falsy_bodies_checked(json)(validated)
         validated = _path_checked(validated)
+        if rule.startswith("/api/"):  # pages take tracking parameters (utm_*) and ignore them
+            validated = _query_checked(query)(validated)
         self.app.add_url_rule(
             rule,
             endpoint=f"{tag}.{view.__name__}",
             view_func=guarded(write=write)(validated),
             methods=[method],
         )
+
+
+def _query_checked(model: type[BaseModel] | None) -> Callable[[F], F]:
+    """Refuse query parameters the operation does not take, naming them (never ignore them)."""
+    known = query_names(model) if model is not None else set()
+    takes = ", ".join(sorted(known)) if known else "none"
+
+    def decorate(view: F) -> F:
+        @wraps(view)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            unknown = sorted(set(request.args) - known)
+            if unknown:
+                names = ", ".join(repr(name[:40]) for name in unknown[:10])
+                raise InvalidRequest(f"unknown query parameter {names}; this one takes {takes}")
+            return view(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
 
 
 def _path_checked(view: F) -> F:

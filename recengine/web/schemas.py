@@ -13,22 +13,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
-    AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
     RootModel,
     Tag,
     TypeAdapter,
-    field_validator,
+    WithJsonSchema,
+    model_validator,
 )
 
 from recengine.config import Settings
 from recengine.pipeline.records import ID_PATTERN, ArticleRecord
+from recengine.times import TIME_SCHEMA, TIME_TEXT_SCHEMA, parse_time
 
 # The caller's id of an article or a reader: 1-255 characters, not all blank, no control
 # characters (the string form of the record's id).
@@ -37,6 +39,14 @@ ExternalId = Annotated[str, Field(min_length=1, max_length=255, pattern=ID_PATTE
 
 # A stored row's id (a signed 64-bit key).
 RowId = Annotated[int, Field(ge=1, le=2**63 - 1)]
+
+# Times by the one rule of ``recengine.times``, so HTTP, the CLI and Python accept the same
+# values. In a body: parsed here (a time without an offset stays naive; the use case reads it in
+# ``ingest.naive_timezone``). In a query string: passed on as text to the use case, which parses.
+TimeValue = Annotated[
+    datetime | None, BeforeValidator(lambda v: parse_time(v, None)), WithJsonSchema(TIME_SCHEMA)
+]
+TimeText = Annotated[str | None, WithJsonSchema(TIME_TEXT_SCHEMA)]
 
 # Path parameters, by name: validated with these and published with their JSON schema.
 PATH_PARAMETERS: dict[str, TypeAdapter[Any]] = {
@@ -186,7 +196,7 @@ class EventIn(BaseModel):
 
     article: ExternalId
     kind: Literal["read"] = "read"
-    at: Annotated[AwareDatetime | None, Field(description="When; with a time zone offset.")] = None
+    at: Annotated[TimeValue, Field(description="When (default: when it is received).")] = None
 
 
 class EventsRecorded(_Out):
@@ -235,13 +245,29 @@ Label = Annotated[str, Field(min_length=1, max_length=255)]
 
 
 class Filters(BaseModel):
-    """Restrictions of related lists and feeds (repeat a list parameter for several values)."""
+    """Restrictions of related lists and feeds (repeat a list parameter for several values).
+
+    The command line's spellings are accepted too (``tag``, ``category``, ``after``,
+    ``before``); any other name is refused (``routing`` names it), never silently ignored.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    ALIASES: ClassVar[dict[str, str]] = {
+        "tag": "tags",
+        "category": "categories",
+        "after": "published_after",
+        "before": "published_before",
+    }
 
     exclude: list[ExternalId] = Field(default_factory=list, description="Article ids to leave out.")
-    categories: list[Label] = Field(default_factory=list, description="Only these categories.")
-    tags: list[Label] = Field(default_factory=list, description="Only articles with one of these.")
-    published_after: AwareDatetime | None = Field(None, description="Published after this.")
-    published_before: AwareDatetime | None = Field(None, description="Published before this.")
+    categories: list[Label] = Field(
+        default_factory=list, description="Only these categories (also: category)."
+    )
+    tags: list[Label] = Field(
+        default_factory=list, description="Only articles with one of these (also: tag)."
+    )
+    published_after: TimeText = Field(None, description="Published at or after (also: after).")
+    published_before: TimeText = Field(None, description="Published before (also: before).")
     min_score: float | None = Field(
         None,
         ge=0.0,
@@ -250,14 +276,24 @@ class Filters(BaseModel):
         "; 0 = no floor).",
     )
 
-    @field_validator("published_after", "published_before", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _iso_only(cls, value: Any) -> Any:
-        """ISO 8601 only, as the published schema says (pydantic would also read a number as
-        a Unix time)."""
-        if value is not None and (not isinstance(value, str) or value.strip().isdigit()):
-            raise ValueError("must be an ISO 8601 time with a zone, e.g. 2024-05-01T08:00:00Z")
-        return value
+    def _spellings(cls, data: Any) -> Any:
+        """``?tag=a&tags=b`` is ``tags=[a, b]``; ``?after=`` is ``published_after``."""
+        if not isinstance(data, dict) or not cls.ALIASES.keys() & data.keys():
+            return data
+        data = dict(data)
+        for alias, name in cls.ALIASES.items():
+            if alias not in data:
+                continue
+            value = data.pop(alias)
+            if name in ("tags", "categories"):
+                data[name] = [*_listed(data.get(name)), *_listed(value)]
+            elif name in data:
+                raise ValueError(f"give {name} or {alias}, not both")
+            else:
+                data[name] = value
+        return data
 
     def as_kwargs(self) -> dict[str, Any]:
         """The keyword filters of ``RelatedArticles.related`` and ``ReaderFeeds.feed``."""
@@ -297,6 +333,16 @@ class EventsIn(RootModel[Any]):
     def events(self) -> list[EventIn]:
         root = self.root
         return list(root) if isinstance(root, list) else [root]
+
+
+def _listed(value: Any) -> list[Any]:
+    return [] if value is None else list(value) if isinstance(value, list) else [value]
+
+
+def query_names(model: type[BaseModel]) -> set[str]:
+    """The query parameters a model takes: its fields and their accepted other spellings."""
+    aliases: dict[str, str] = getattr(model, "ALIASES", {})
+    return set(model.model_fields) | set(aliases)
 
 
 @dataclass(frozen=True)

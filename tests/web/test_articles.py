@@ -91,7 +91,8 @@ def test_an_invalid_record_in_a_batch_writes_nothing(
     before = snapshot(factory)
     bad = [record(1), record(2, title="", content=""), record(3)]
     body = assert_error(post(client, bad), 422, "invalid_request")
-    assert body["error"]["message"].startswith("1: ")  # the position of the bad record
+    # the position of the bad record and its id
+    assert body["error"]["message"] == "item [1] (id 'a2'): title or content must be non-empty"
     assert "title or content must be non-empty" in body["error"]["message"]
     assert snapshot(factory) == before
 
@@ -103,7 +104,7 @@ def test_an_invalid_record_in_a_batch_writes_nothing(
         ({"id": "x", "title": "t", "published_at": "soon"}, "published_at"),
         ({"id": "x", "title": "t", "tags": [1]}, "tags.0"),
         ([], "at least 1 item"),
-        ("just a string", "valid dictionary"),
+        ("just a string", "expected a JSON object, got string"),
         ({"id": "\n", "title": "t"}, "id"),
     ],
 )
@@ -225,3 +226,25 @@ def test_a_request_past_its_deadline_commits_nothing(client: FlaskClient) -> Non
     assert_error(response, 503, "timeout")
     assert_error(client.get("/api/v1/articles/a1"), 404, "not_found")
     assert post(client, record(1)).status_code == 200  # without a past deadline it goes in
+
+
+def test_a_missing_article_has_one_phrasing_everywhere(
+    client: FlaskClient, factory: sessionmaker[Session], featurizer: Any
+) -> None:
+    from recengine.pipeline.reindex import reindex
+
+    post(client, [record(1), record(2)])
+    reindex(factory=factory, featurizer=featurizer)  # so related answers (not model_missing)
+    post(client, record(3))
+    client.delete("/api/v1/articles/a3", headers=AUTH)
+    for missing in ("nope", "a3"):  # never stored; deleted
+        answers = [
+            client.get(f"/api/v1/articles/{missing}"),
+            client.delete(f"/api/v1/articles/{missing}", headers=AUTH),
+            client.get(f"/api/v1/articles/{missing}/related"),
+            client.get(f"/api/v1/articles/{missing}/duplicates"),
+            client.post("/api/v1/users/u/events", json={"article": missing}, headers=AUTH),
+        ]
+        for response in answers:
+            error = assert_error(response, 404, "not_found")["error"]
+            assert error["message"] == f"no article with id {missing!r}"

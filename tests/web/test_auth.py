@@ -69,6 +69,11 @@ def test_no_key_configured_refuses_writes_unless_open(make_app: Callable[..., Fl
 
     demo = make_app(api_key="", allow_open_writes=True).test_client()
     assert demo.post("/api/v1/articles", json=record(1)).status_code == 200
+    # a key sent to a server that has none is wrong, not ignored (nothing is written)
+    for sent in (AUTH, {"Authorization": "Bearer wrong"}):
+        refused = demo.post("/api/v1/articles", json=record(3), headers=sent)
+        assert "this server has none" in assert_error(refused, 403, "forbidden")["error"]["message"]
+    assert demo.get("/api/v1/articles/a3").status_code == 404
     # a configured key is required even where open writes are allowed
     keyed = make_app(allow_open_writes=True).test_client()
     assert_error(keyed.post("/api/v1/articles", json=record(2)), 401, "unauthorized")

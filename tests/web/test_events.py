@@ -61,7 +61,10 @@ def test_unknown_or_deleted_article_stores_nothing(
 def test_invalid_events_are_422(client: FlaskClient, factory: sessionmaker[Session]) -> None:
     seed(client)
     cases = [
-        ({"article": "a1", "at": "2024-05-01T08:00:00"}, "timezone"),
+        ({"article": "a1", "at": "0001-01-01T00:00:00+14:00"}, "at: year 1 is outside 1900-2100"),
+        ({"article": "a1", "at": "9999-12-31T23:59:59-14:00"}, "at: year 9999"),
+        ({"article": "a1", "at": "yesterday"}, "at: 'yesterday' is not a time"),
+        ({"article": "a1", "at": True}, "at"),
         ({"article": "a1", "kind": "like"}, "kind"),
         ({"article": ""}, "article"),
         ({"article": "a1", "extra": 1}, "extra"),

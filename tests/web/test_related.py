@@ -67,13 +67,37 @@ def test_related_filters(client: FlaskClient, corpus: list[dict[str, Any]]) -> N
     assert floored["items"] == [] and floored["floor"] == {"min_score": 0.999, "dropped": 10}
     window = "?published_after=2030-01-01T00:00:00Z&published_before=2020-01-01T00:00:00Z"
     assert_error(related(client, first["id"], window), 422, "invalid_request")
-    naive = "?published_after=2020-01-01T00:00:00"
-    assert (
-        "timezone"
-        in assert_error(related(client, first["id"], naive), 422, "invalid_request")["error"][
-            "message"
-        ]
-    )
+    far = "?published_after=9999-12-31T23:59:59-14:00"
+    message = assert_error(related(client, first["id"], far), 422, "invalid_request")["error"]
+    assert message["message"].startswith("published_after: year 9999 is outside 1900-2100")
+
+
+def test_the_command_lines_spellings_are_accepted_and_unknown_parameters_refused(
+    client: FlaskClient, corpus: list[dict[str, Any]]
+) -> None:
+    first = next(r for r in corpus if r["category"] == "AI 应用开发")
+    category = quote(first["category"])
+    wanted = related(client, first["id"], f"?categories={category}&k=20").get_json()
+    assert wanted["items"]
+    assert related(client, first["id"], f"?category={category}&k=20").get_json() == wanted
+    tagged = next(r for r in corpus if r["tags"])
+    tag = quote(tagged["tags"][0])
+    by_tag = related(client, tagged["id"], f"?tags={tag}").get_json()
+    assert by_tag["items"] and all(i["reasons"]["shared_tags"] for i in by_tag["items"])
+    assert related(client, tagged["id"], f"?tag={tag}").get_json() == by_tag
+    both = related(client, first["id"], "?tag=a&tags=b&after=2020-01-01&k=3")
+    assert both.status_code == 200
+    for query, named in (
+        ("?tagz=MySQL", "'tagz'"),
+        ("?k=3&sort=date&Tags=x", "'Tags', 'sort'"),
+        ("?after=2020-01-01&published_after=2020-01-01", "published_after or after"),
+    ):
+        error = assert_error(related(client, first["id"], query), 422, "invalid_request")
+        assert named in error["error"]["message"]
+    unknown = client.get(f"/api/v1/articles/{first['id']}?fields=title")
+    assert "'fields'" in assert_error(unknown, 422, "invalid_request")["error"]["message"]
+    feed = client.get("/api/v1/users/u/feed?categroy=x")
+    assert "'categroy'" in assert_error(feed, 422, "invalid_request")["error"]["message"]
 
 
 def test_a_repost_is_suppressed_and_a_new_article_is_listed_at_once(

@@ -1,0 +1,48 @@
+"""What the text outputs of the commands share: articles shown by id and title, ranked lists."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from recengine.jsontext import printable
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+
+def titled(article_id: str, titles: dict[str, str], width: int = 60) -> str:
+    """``id  title`` (the title cut to ``width`` characters), or the id alone without one."""
+    title = titles.get(article_id, "").strip()
+    shown = printable(" ".join(title.split()), width) if title else ""
+    return f"{article_id}  {shown}" if shown else article_id
+
+
+def print_ranked(heading: str, body: dict[str, Any], session: Session) -> None:
+    """A related list or a feed for people: ranked items with their shared terms, then what was
+    left out as a near-duplicate (with titles, so a person can tell what was suppressed)."""
+    click.echo(heading)
+    if not body["items"]:
+        click.echo("  (none)")
+    for n, entry in enumerate(body["items"], 1):
+        title = printable(" ".join(entry["title"].split()), 60)
+        click.echo(f"{n:3}. {entry['score']:.4f}  {entry['id']}  {title}")
+        terms = ", ".join(t["term"] for t in entry["reasons"]["shared_terms"])
+        if terms:
+            click.echo(f"       shared: {terms}")
+    floor = body.get("floor")
+    if floor and floor["dropped"]:
+        click.echo(f"  ({floor['dropped']} more below the relevance floor {floor['min_score']:g})")
+    if body["suppressed"]:
+        from recengine.storage.articles import titles_of
+
+        ids = [i for s in body["suppressed"] for i in (s["id"], s["duplicate_of"])]
+        titles = titles_of(session=session, external_ids=ids)
+        click.echo("suppressed near-duplicates:")
+        for s in body["suppressed"]:
+            click.echo(f"     {titled(s['id'], titles)}")
+            click.echo(
+                f"       duplicate of {titled(s['duplicate_of'], titles)} "
+                f"(distance {s['distance']})"
+            )
