@@ -160,22 +160,21 @@ def test_python_cli_and_http_filter_by_the_same_rule(
     bodies = []
     for value in spellings:
         with factory() as session:
-            python = related.related(article, session=session, k=30, published_after=value)
-        cli = runner.invoke(
-            main,
-            ["related", article, "-k", "30", "--after", value, "--format", "json"],
-            obj=CliContext(shanghai),
-        )
+            python = related.related(
+                article, session=session, k=30, min_score=0, published_after=value
+            )
+        args = ["related", article, "-k", "30", "--min-score", "0", "--format", "json"]
+        cli = runner.invoke(main, [*args, "--after", value], obj=CliContext(shanghai))
         assert cli.exit_code == 0, cli.output
         # percent-encoded, and as typed in a browser (a bare "+" arrives as a space)
         for query in (f"published_after={quote(value)}", f"after={value}"):
-            http = client.get(f"/api/v1/articles/{article}/related?k=30&{query}")
+            http = client.get(f"/api/v1/articles/{article}/related?k=30&min_score=0&{query}")
             assert http.status_code == 200, http.get_json()
             assert http.get_json() == python
         assert json.loads(cli.output) == python
         bodies.append(python)
     assert all(body == bodies[0] for body in bodies)  # four spellings of one instant
-    # articles published on 2024-05-01 (Shanghai) and later: the 19 of days 11..29
+    # articles published on 2024-05-01 (Shanghai) and later: the 19 of days 11..29 (no floor)
     assert {i["id"] for i in bodies[0]["items"]} == {r["id"] for r in indexed[11:]}
 
 
