@@ -120,7 +120,7 @@ def _from_text(text: str, zone: tzinfo | None) -> datetime:
                 f"{text!r} is ambiguous (a date? write 2024-05-01; Unix seconds have 9 or more "
                 "digits)"
             )
-        return _from_timestamp(float(text))
+        return _from_timestamp(float(text) if "." in text else int(text))
     text = _DECODED_PLUS.sub(r"\1+\2", text)
     try:
         parsed = datetime.fromisoformat(text.upper())  # RFC 3339 allows "t" and "z"
@@ -130,13 +130,13 @@ def _from_text(text: str, zone: tzinfo | None) -> datetime:
 
 
 def _from_timestamp(seconds: float) -> datetime:
-    if not math.isfinite(seconds):
+    # Compared before any conversion: an int of 400 digits has no float (OverflowError).
+    if isinstance(seconds, float) and not math.isfinite(seconds):
         raise ValueError(f"Unix time must be a finite number of seconds, got {seconds}")
     if not MIN_TIMESTAMP <= seconds < MAX_TIMESTAMP + 1:  # to the end of the last second
-        hint = " (milliseconds? give seconds)" if seconds > 0 else ""
-        raise ValueError(
-            f"Unix time {seconds:.0f} is outside the years {MIN_YEAR}-{MAX_YEAR}{hint}"
-        )
+        hint = " (milliseconds? give seconds)" if MAX_TIMESTAMP < seconds < 10**14 else ""
+        shown = str(seconds) if len(str(seconds)) <= 20 else f"{str(seconds)[:17]}..."
+        raise ValueError(f"Unix time {shown} is outside the years {MIN_YEAR}-{MAX_YEAR}{hint}")
     return datetime.fromtimestamp(seconds, tz=UTC)
 
 

@@ -19,12 +19,18 @@ def check_id(value: Any, what: str = "article id") -> str:
     return value
 
 
+def _shown(value: Any) -> str:
+    """A caller's value in a message: its repr, at most 40 characters."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else "a huge integer"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def check_int(value: Any, name: str, low: int, high: int) -> int:
     """An integer in ``[low, high]`` (digit strings accepted, as from a query string)."""
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) < 20:
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidRequest(f"{name} must be an integer from {low} to {high}, got {value!r}")
+        raise InvalidRequest(f"{name} must be an integer from {low} to {high}, got {_shown(value)}")
     return value
 
 
@@ -56,7 +62,7 @@ def check_score(value: Any, name: str = "min_score") -> float:
         except ValueError:
             raise InvalidRequest(f"{name} must be a number from 0 to 1") from None
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise InvalidRequest(f"{name} must be a number from 0 to 1, got {value!r}")
+        raise InvalidRequest(f"{name} must be a number from 0 to 1, got {_shown(value)}")
     return float(value)
 
 
