@@ -92,9 +92,7 @@ def test_head_reads_the_first_line_and_the_command_stops(settings: Settings) -> 
         ("oracle://user:secret@localhost/db", "recengine supports SQLite and PostgreSQL"),
     ],
 )
-def test_a_database_driver_problem_is_a_setup_error(
-    tmp_path: Path, url: str, says: str
-) -> None:
+def test_a_database_driver_problem_is_a_setup_error(tmp_path: Path, url: str, says: str) -> None:
     settings = load_settings({"data_dir": str(tmp_path), "database_url": url})
     result = CliRunner().invoke(main, ["duplicates"], obj=CliContext(settings))
     assert result.exit_code == 2, result.output

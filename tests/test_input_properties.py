@@ -63,9 +63,7 @@ JSON = st.recursive(
 FIELDS = ("id", "title", "content", "url", "tags", "category", "author", "published_at")
 RECORDS = st.dictionaries(st.sampled_from(FIELDS) | TEXT, JSON | TIMES, max_size=10) | JSON
 EVENTS = (
-    st.fixed_dictionaries(
-        {"article": JSON}, optional={"at": TIMES | JSON, "kind": JSON, "x": JSON}
-    )
+    st.fixed_dictionaries({"article": JSON}, optional={"at": TIMES | JSON, "kind": JSON, "x": JSON})
     | JSON
 )
 # derandomize: the same examples every run (a run on a loaded machine sees what any other did).
@@ -137,9 +135,7 @@ RAW_TEXT = TEXT.map(lambda t: t.encode("utf-8", "surrogatepass"))  # raw surroga
 
 
 @DEFAULTS
-@given(
-    lines=st.lists(RECORDS.map(json_lines) | st.binary(max_size=60) | RAW_TEXT, max_size=6)
-)
+@given(lines=st.lists(RECORDS.map(json_lines) | st.binary(max_size=60) | RAW_TEXT, max_size=6))
 def test_a_file_of_anything_gives_records_or_rejected_lines(lines: list[bytes]) -> None:
     raw = b"\n".join(line.replace(b"\n", b" ") for line in lines)
     for item in read_jsonl(io.BytesIO(raw), 100_000):
