@@ -225,6 +225,7 @@ class WebSettings(_Section):
     max_body_bytes: int = Field(default=16_000_000, ge=1_000)
     max_batch: int = Field(default=500, ge=1, le=100_000)
     max_events: int = Field(default=1_000, ge=1, le=100_000)
+    demo_article: str = Field(default="", max_length=255)
 
     @field_validator("cors_origins")
     @classmethod

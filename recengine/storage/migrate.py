@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from alembic import command
@@ -9,6 +10,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
+from sqlalchemy.orm import Session
 
 from recengine.errors import SchemaOutOfDate
 from recengine.storage.db import describe_url
@@ -35,7 +37,22 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 
 def head_revision(engine: Engine) -> str | None:
-    return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+    return _head_at(str(migrations_path()))
+
+
+@cache
+def _head_at(path: str) -> str | None:
+    """The newest revision of the migrations at ``path`` (read once: the code does not change)."""
+    config = Config()
+    config.set_main_option("script_location", path)
+    return ScriptDirectory.from_config(config).get_current_head()
+
+
+def schema_revisions(*, session: Session) -> tuple[str | None, str | None]:
+    """``(current, head)``: the database's revision (in the session's transaction) and the
+    code's; equal when the schema is current."""
+    current = MigrationContext.configure(session.connection()).get_current_revision()
+    return current, _head_at(str(migrations_path()))
 
 
 def current_revision(engine: Engine) -> str | None:

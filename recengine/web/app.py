@@ -8,8 +8,9 @@ at import time. gunicorn calls it once per worker (``recengine serve``, or
 
 from __future__ import annotations
 
+import logging
 import os
-from importlib.metadata import PackageNotFoundError, version
+from collections.abc import Callable, Iterable
 
 from flask import Flask, Response, request
 from flask_cors import CORS
@@ -18,6 +19,7 @@ from spectree.models import SecureType
 
 from recengine.config import Settings, load_settings
 from recengine.errors import InvalidRequest
+from recengine.jsontext import printable
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import check_schema
 from recengine.text.tokenize import Tokenizer
@@ -37,11 +39,13 @@ from recengine.web.paths import IdConverter, IdPaths
 from recengine.web.routing import ApiPlugin, Router
 from recengine.web.schemas import ErrorBody, build_models
 from recengine.web.schemas_editorial import build_editorial_models
-from recengine.web.services import Services
+from recengine.web.services import Services, package_version
 from recengine.web.services import init_app as init_services
 
 # Pages: only this origin's scripts, styles and API; no inline script, no plugins, no framing
 # by other sites. Stored text is escaped anyway; this is the second line of defence.
+log = logging.getLogger(__name__)
+
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'self'"
@@ -80,6 +84,7 @@ def create_app(settings: Settings | None = None, *, tokenizer: Tokenizer | None 
     health.init_app(router)
     pages.init_app(router)
     app.after_request(_headers)
+    app.after_request(_refused_origins_logger(settings.web.cors_origins))
     if settings.web.cors_origins:
         CORS(
             app,
@@ -96,7 +101,7 @@ def _spec() -> SpecTree:
         "flask",
         backend=ApiPlugin,
         title="recengine",
-        version=_version(),
+        version=package_version(),
         description="Related articles without near-duplicates, for article sites.",
         page_templates={},  # no documentation UI: it would load scripts from a CDN
         annotations=False,  # views read validated input with routing.validated_body/query
@@ -114,18 +119,40 @@ def _spec() -> SpecTree:
     )
 
 
-def _version() -> str:
-    try:
-        return version("recengine")
-    except PackageNotFoundError:
-        return "0"
-
-
 def _vary_on_origin(response: Response) -> Response:
     """API answers differ by Origin (CORS headers or none): shared caches must keep them apart."""
     if request.path.startswith("/api/"):
         response.vary.add("Origin")
     return response
+
+
+def _refused_origins_logger(allowed: Iterable[str]) -> Callable[[Response], Response]:
+    """Log once per origin (at most 100) a page of another origin calling the API unallowed.
+
+    The browser hides the answer from such a page (no CORS headers), so the widget there stays
+    empty; the site owner sees why in the console, the operator sees it here.
+    """
+    allow, warned = frozenset(allowed), set[str]()
+
+    def log_refused(response: Response) -> Response:
+        origin = request.headers.get("Origin")
+        if (
+            origin
+            and request.path.startswith("/api/")
+            and origin not in allow
+            and origin != request.host_url.rstrip("/")
+            and origin not in warned
+            and len(warned) < 100
+        ):
+            warned.add(origin)
+            log.warning(
+                "a page of %s called the API, but that origin is not in web.cors_origins: "
+                "browsers hide the answers from it (an embedded widget there stays empty)",
+                printable(origin),
+            )
+        return response
+
+    return log_refused
 
 
 def _headers(response: Response) -> Response:

@@ -209,6 +209,7 @@ class EventsRecorded(_Out):
 
 class DatabaseHealth(_Out):
     reachable: bool
+    schema_current: Annotated[bool | None, Field(description="Its schema is this code's.")] = None
     seq: Annotated[int | None, Field(description="Change sequence number of the last write.")] = (
         None
     )
@@ -216,26 +217,23 @@ class DatabaseHealth(_Out):
     error: str | None = None
 
 
-class IndexHealth(_Out):
-    """An in-memory index of this worker. It follows SQL before each query it answers."""
-
-    name: str
-    loaded: bool = Field(description="False until the first query that needs it.")
-    model_version: int | None = None
-    seq: int | None = Field(None, description="Change sequence number the index reflects.")
-    lag: int | None = Field(None, description="Changes committed since (caught up at next use).")
-    articles: int = 0
-    segments: int = 0
-    rebuilding: bool = Field(False, description="A rebuild for a new model runs in background.")
-
-
 class HealthOut(_Out):
+    """The service's health: the same from every worker for the same database state."""
+
     status: Literal["ok", "degraded", "unavailable"] = Field(
-        description="degraded: an index answers from an old model while it is rebuilt."
+        description="degraded: serving, with something missing (see problems); unavailable: "
+        "the database is down or its schema is not this code's (503)."
     )
-    worker: int = Field(description="Process id of the worker that answered.")
+    version: str = Field(description="recengine's version.")
     database: DatabaseHealth
-    indexes: list[IndexHealth]
+    problems: list[str] = Field(description="What makes the status not ok, for a person.")
+
+
+class LiveOut(_Out):
+    """Liveness: the process answers HTTP (nothing else is looked at)."""
+
+    status: Literal["ok"]
+    version: str
 
 
 # -- request models that depend on the deployment's limits ------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property
+from importlib.metadata import PackageNotFoundError, version
 
 from flask import Flask, current_app, g
 from sqlalchemy import Engine
@@ -74,6 +75,10 @@ class Services:
         return FeedbackCounter(self.settings, self.factory, self.variants.names)
 
     @cached_property
+    def version(self) -> str:
+        return package_version()
+
+    @cached_property
     def criterion(self) -> NearDupCriterion:
         """The near-duplicate verdict (Hamming radius + cosine) of these settings."""
         return NearDupCriterion.from_settings(self.settings)
@@ -94,6 +99,14 @@ class Services:
     def text(self, title: str, content: str) -> str:
         """``(title, content) -> text`` as features see it (no tokenizer needed)."""
         return text_of(title, content, self.settings.features.strip_boilerplate)
+
+
+def package_version() -> str:
+    """recengine's version as installed ("0" in a checkout that is not installed)."""
+    try:
+        return version("recengine")
+    except PackageNotFoundError:
+        return "0"
 
 
 def init_app(app: Flask, services: Services) -> None:

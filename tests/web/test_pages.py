@@ -8,7 +8,12 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session, sessionmaker
 
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.reindex import reindex
+from recengine.web.health import NO_MODEL
 from tests.factories import record
 from tests.web.conftest import AUTH
 
@@ -61,15 +66,33 @@ def test_widget_script_is_cacheable_javascript(client: FlaskClient) -> None:
     assert client.get("/widget.js", headers={"If-None-Match": etag}).status_code == 304
 
 
-def test_health_reports_database_and_worker(client: FlaskClient) -> None:
+def test_health_describes_the_service(
+    client: FlaskClient, factory: sessionmaker[Session], featurizer: Featurizer
+) -> None:
     body = client.get("/api/v1/health").get_json()
-    assert body["status"] == "ok" and body["database"]["reachable"] is True
-    assert body["database"]["seq"] == 0 and body["worker"] > 0
-    client.post("/api/v1/articles", json=record(1), headers=AUTH)
-    assert client.get("/api/v1/health").get_json()["database"]["seq"] == 1
+    assert body["status"] == "degraded"  # serving, but no model: related lists answer 503
+    assert body["problems"] == [NO_MODEL] and body["version"]
+    assert body["database"] == {
+        "reachable": True,
+        "schema_current": True,
+        "seq": 0,
+        "model_version": None,
+        "error": None,
+    }
+    assert "worker" not in body and "indexes" not in body  # nothing of the answering worker
+    client.post("/api/v1/articles", json=[record(1), record(2)], headers=AUTH)
+    reindex(factory=factory, featurizer=featurizer)
+    body = client.get("/api/v1/health").get_json()
+    assert body["status"] == "ok" and body["problems"] == []
+    assert body["database"]["model_version"] == 1 and body["database"]["seq"] >= 2
+    ready = client.get("/api/v1/health/ready")
+    assert ready.status_code == 200 and ready.get_json() == body
+    live = client.get("/api/v1/health/live")
+    assert live.status_code == 200
+    assert live.get_json() == {"status": "ok", "version": body["version"]}
 
 
-def test_health_is_503_when_the_database_is_down(
+def test_health_is_503_when_the_database_is_down_and_live_stays_200(
     client: FlaskClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sqlalchemy.exc import OperationalError
@@ -79,11 +102,26 @@ def test_health_is_503_when_the_database_is_down(
     def down(**_: Any) -> None:
         raise OperationalError("SELECT", {}, ConnectionRefusedError())
 
-    monkeypatch.setattr(health, "read_state", down)
-    response = client.get("/api/v1/health")
+    monkeypatch.setattr(health, "schema_revisions", down)
+    for path in ("/api/v1/health", "/api/v1/health/ready"):
+        response = client.get(path)
+        assert response.status_code == 503
+        body = response.get_json()
+        assert body["status"] == "unavailable" and body["database"]["reachable"] is False
+        assert body["problems"] == ["the database cannot be reached"]
+    assert client.get("/api/v1/health/live").status_code == 200  # do not restart the process
+
+
+def test_health_is_503_when_the_schema_is_not_this_codes(
+    client: FlaskClient, engine: Engine
+) -> None:
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = 'older'"))
+    response = client.get("/api/v1/health/ready")
     assert response.status_code == 503
-    assert response.get_json()["status"] == "unavailable"
-    assert response.get_json()["database"]["reachable"] is False
+    body = response.get_json()
+    assert body["status"] == "unavailable" and body["database"]["schema_current"] is False
+    assert "run `recengine db upgrade`" in body["problems"][0]
 
 
 CONTRACT = {
@@ -95,6 +133,8 @@ CONTRACT = {
     ("get", "/api/v1/users/{user}/feed"),
     ("post", "/api/v1/users/{user}/events"),
     ("get", "/api/v1/health"),
+    ("get", "/api/v1/health/live"),
+    ("get", "/api/v1/health/ready"),
     ("get", "/openapi.json"),
     ("get", "/widget.js"),
 }

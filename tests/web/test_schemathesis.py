@@ -70,7 +70,13 @@ OPERATIONS = [
 ]
 WINDOWED = {"/api/v1/articles/{article_id}/related", "/api/v1/users/{user}/feed"}
 # No input to get wrong: only valid requests can be generated.
-WITHOUT_INPUT = [("GET", "/api/v1/health"), ("GET", "/widget.js"), ("GET", "/openapi.json")]
+WITHOUT_INPUT = [
+    ("GET", "/api/v1/health"),
+    ("GET", "/api/v1/health/live"),
+    ("GET", "/api/v1/health/ready"),
+    ("GET", "/widget.js"),
+    ("GET", "/openapi.json"),
+]
 CASES = [
     *((m, p, mode) for m, p in OPERATIONS for mode in GenerationMode),
     *((m, p, GenerationMode.POSITIVE) for m, p in WITHOUT_INPUT),

@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine
@@ -110,6 +111,38 @@ def test_articles_written_through_any_worker_are_in_every_workers_lists(
             server.url, path, 2, lambda r: "copy" in {i["id"] for i in r.json()["suppressed"]}
         )
         assert all("copy" not in {i["id"] for i in r.json()["items"]} for r in suppressed.values())
+
+
+def test_every_worker_reports_the_same_health_for_the_same_state(
+    settings: Settings, engine: Engine, featurizer: Featurizer, data_dir: Path
+) -> None:
+    """Health describes the service: not whether the answering worker has loaded its index or
+    seen the last reindex (a load balancer may reach any of them)."""
+    factory = make_session_factory(engine)
+    records = javaguide_records(data_dir, 20)
+    Ingester(factory, featurizer).ingest_records(records)
+    reindex(factory=factory, featurizer=featurizer)
+    args = ["serve", "--port", "0", "--workers", "2", "--threads", "2"]
+    with served(args, server_env(settings)) as server:
+
+        def reports() -> list[dict[str, Any]]:
+            replies = from_every_worker(server.url, "/api/v1/health", 2, lambda r: True)
+            return [r.json() for r in replies.values()]
+
+        before = reports()
+        assert before[0] == before[1] and before[0]["status"] == "ok"
+        assert before[0]["database"]["model_version"] == 1
+        # one worker answers a related query (its index is loaded), the other has not
+        assert call(server.url, "GET", f"/api/v1/articles/{records[0]['id']}/related").status == 200
+        assert reports() == before
+        reindex(factory=factory, featurizer=featurizer)  # a new model, no query served since
+        after = reports()
+        assert after[0] == after[1] and after[0]["database"]["model_version"] == 2
+        assert after[0]["status"] == "ok"
+        for path, expected in (("/api/v1/health/ready", after[0]), ("/api/v1/health/live", None)):
+            replies = from_every_worker(server.url, path, 2, lambda r: r.status == 200)
+            bodies = [r.json() for r in replies.values()]
+            assert bodies[0] == bodies[1] and (expected is None or bodies[0] == expected)
 
 
 def test_serve_refuses_a_database_without_schema(tmp_path: Path) -> None:

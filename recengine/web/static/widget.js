@@ -7,17 +7,21 @@
  *
  * Optional attributes on the placeholder:
  *   data-recengine-k="5"                 how many links (default 5)
- *   data-recengine-min-score="0.1"       relevance floor, 0..1 (default: the server's
- *                                        related.min_score; fewer links rather than weak ones)
  *   data-recengine-heading="相关文章"      the heading text
  *   data-recengine-link="/post/{id}"     link for articles stored without a URL ({id} is replaced)
  *   data-recengine-api="https://..."     API origin (default: where this script was loaded from)
  *
  * It renders <section class="recengine-related"><h2>..</h2><ul><li><a href>title</a></li></ul>:
  * plain links in a list, so keyboards, screen readers and reader modes work. Every text is set
- * with textContent (never parsed as HTML) and only http(s) links are used. When the API is down,
- * slow (4 s) or has nothing related, the placeholder stays empty and hidden: no broken box, no
- * error thrown. Style it through the recengine-* class names.
+ * with textContent (never parsed as HTML) and only http(s) links are used (an article's url may
+ * be absolute or a path on the embedding site, "/news/123"). When the API is down, slow (4 s) or
+ * has nothing related, the placeholder stays empty and hidden: no broken box, no error thrown.
+ * Style it through the recengine-* class names.
+ *
+ * When it stays hidden because of how it is set up, it says why in the browser console, once
+ * per page: the API does not allow this page's origin (web.cors_origins on the server), the API
+ * wants a key for reads (web.public_reads), or the related articles have no url and the
+ * placeholder has no data-recengine-link to build one.
  */
 (function () {
   "use strict";
@@ -27,6 +31,16 @@
   var MAX_K = 50;
   var seq = 0;
   var script = document.currentScript;
+  var warned = {};
+
+  // One console warning per page and cause: a site owner sees why the list is missing.
+  function warn(cause, message) {
+    if (warned[cause] || typeof console === "undefined" || !console.warn) {
+      return;
+    }
+    warned[cause] = true;
+    console.warn("recengine widget: " + message);
+  }
 
   function apiBase(el) {
     var given = el.getAttribute("data-recengine-api");
@@ -68,6 +82,7 @@
     var items = body && Array.isArray(body.items) ? body.items : [];
     var template = el.getAttribute("data-recengine-link");
     var list = document.createElement("ul");
+    var unlinked = 0;
     list.className = "recengine-list";
     items.forEach(function (item) {
       if (!item || typeof item.id !== "string" || typeof item.title !== "string") {
@@ -75,6 +90,7 @@
       }
       var href = hrefOf(item, template);
       if (href === null) {
+        unlinked += item.url ? 0 : 1;
         return;
       }
       var link = document.createElement("a");
@@ -87,6 +103,13 @@
       list.appendChild(entry);
     });
     if (!list.firstChild) {
+      if (unlinked > 0 && !template) {
+        warn(
+          "link",
+          unlinked + " related articles have no url and the placeholder has no " +
+            'data-recengine-link (e.g. data-recengine-link="/post/{id}"): nothing to link to'
+        );
+      }
       hide(el);
       return;
     }
@@ -106,15 +129,24 @@
     el.removeAttribute("aria-busy");
   }
 
+  // A fetch that fails without an answer is either a server that cannot be reached or one that
+  // does not allow this origin (CORS: the browser hides the answer). An opaque no-cors request
+  // tells them apart: it succeeds whenever the server answers at all.
+  function explain(base, url) {
+    fetch(url, { mode: "no-cors", credentials: "omit" })
+      .then(function () {
+        warn("cors", "the API at " + base + " does not allow pages of " +
+          window.location.origin + ": add it to web.cors_origins on the server " +
+          "(RECENGINE_WEB__CORS_ORIGINS='[\"" + window.location.origin + "\"]')");
+      })
+      .catch(function () {
+        warn("down", "cannot reach the API at " + base + " (is it running?)");
+      });
+  }
+
   function kOf(el) {
     var k = parseInt(el.getAttribute("data-recengine-k") || "", 10);
     return k >= 1 && k <= MAX_K ? k : DEFAULT_K;
-  }
-
-  function floorOf(el) {
-    var raw = el.getAttribute("data-recengine-min-score");
-    var value = raw === null || raw === "" ? NaN : Number(raw);
-    return value >= 0 && value <= 1 ? "&min_score=" + value : "";
   }
 
   function load(el) {
@@ -126,7 +158,7 @@
     el.setAttribute("aria-busy", "true");
     el.hidden = true;
     var url =
-      apiBase(el) + "/api/v1/articles/" + encodeURIComponent(article) + "/related?k=" + kOf(el) + floorOf(el);
+      apiBase(el) + "/api/v1/articles/" + encodeURIComponent(article) + "/related?k=" + kOf(el);
     var controller = typeof AbortController === "function" ? new AbortController() : null;
     var timer = controller ? setTimeout(function () { controller.abort(); }, TIMEOUT_MS) : null;
     fetch(url, {
@@ -135,15 +167,22 @@
       signal: controller ? controller.signal : undefined
     })
       .then(function (response) {
+        if (response.status === 401 || response.status === 403) {
+          warn("auth", "the API at " + apiBase(el) + " needs a key for reads " +
+            "(web.public_reads = false on the server): the widget cannot show related articles");
+        }
         return response.ok ? response.json() : null;
       })
       .then(function (body) {
         render(el, body);
         el.setAttribute("data-recengine-state", "done");
       })
-      .catch(function () {
+      .catch(function (error) {
         hide(el);
         el.setAttribute("data-recengine-state", "failed");
+        if (!(error && error.name === "AbortError")) {
+          explain(apiBase(el), url);
+        }
       })
       .then(function () {
         if (timer) {
