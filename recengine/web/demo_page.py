@@ -61,7 +61,7 @@ def demo() -> ResponseReturnValue:
     current = session()
     latest = latest_articles(session=current, limit=LATEST)
     clustered = [c["canonical"] for c in islice(clusters(session=current), LATEST)]
-    wanted = query.article or _opening(current, latest)
+    wanted = query.article or opening(current, services().settings.web.demo_article)
     article = get_article(session=current, external_id=wanted) if wanted else None
     editor = _editor_view(current, article) if article is not None else None
     ids = [*clustered, *_mentioned(editor)]
@@ -85,11 +85,12 @@ def demo() -> ResponseReturnValue:
     return page
 
 
-def _opening(current: Session, latest: Any) -> str | None:
-    """``web.demo_article`` when it is a live article, else the latest article."""
-    chosen = services().settings.web.demo_article
+def opening(current: Session, chosen: str) -> str | None:
+    """The article a page opens on: ``chosen`` (``web.demo_article``) when it is a live
+    article (``recengine demo --limit`` may not have ingested it), else the latest article."""
     if chosen and get_article(session=current, external_id=chosen) is not None:
         return chosen
+    latest = latest_articles(session=current, limit=1)
     return latest[0].external_id if latest else None
 
 

@@ -23,12 +23,12 @@ from flask import Flask, render_template, request
 from flask.typing import ResponseReturnValue
 
 from recengine.config import Settings
-from recengine.storage.articles import get_article, latest_articles
+from recengine.storage.articles import get_article
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.text.clean import clean
 from recengine.text.paragraphs import paragraphs
 from recengine.web.app import create_app
-from recengine.web.demo_page import EXAMPLE_SITE
+from recengine.web.demo_page import EXAMPLE_SITE, opening
 
 MAX_PARAGRAPHS = 40
 
@@ -37,15 +37,12 @@ def create_example_site(settings: Settings, service: str) -> Flask:
     """The example site's app; ``service`` is the origin of recengine (``http://host:port``)."""
     app = Flask(__name__)
     factory = make_session_factory(make_engine(settings.resolved_database_url, create=False))
-    opening = settings.web.demo_article
+    chosen = settings.web.demo_article
 
     @app.get("/")
     def article_page() -> ResponseReturnValue:
         with factory() as session:
-            wanted = request.args.get("article") or opening
-            if not wanted:
-                latest = latest_articles(session=session, limit=1)
-                wanted = latest[0].external_id if latest else ""
+            wanted = request.args.get("article") or opening(session, chosen)
             article = get_article(session=session, external_id=wanted) if wanted else None
             shown = paragraphs(clean(article.content))[:MAX_PARAGRAPHS] if article else []
         snippet = (

@@ -132,15 +132,43 @@ def call(
         connection.close()
 
 
+SITE_LINE = re.compile(r"the widget on another site .*: (http://\S+)/\s*$")
+
+
 def demo_check(limit: int) -> None:
-    """Start the demo, fetch its page, widget, schema and health; print one JSON line."""
-    with served(["demo", "--limit", str(limit), "--port", "0"], env={}) as server:
+    """Start the demo, fetch its page, widget, schema and health, and the example site's page
+    and a related list as its origin asks for it (CORS); print one JSON line."""
+    args = ["demo", "--limit", str(limit), "--port", "0"]
+    # the example site's line is printed after the service's: once it is there, both are
+    with served(args, env={}, url_line=SITE_LINE) as printed:
+        site = printed.url
+        url = next(m.group(1) for line in printed.log if (m := URL_LINE.search(line)))
+        server = Served(url, printed.log)
         results = {
             path: call(server.url, "GET", path).status
             for path in ("/", "/widget.js", "/openapi.json", "/api/v1/health")
         }
         health = call(server.url, "GET", "/api/v1/health").json()
-    print(json.dumps({"status": results, "health": health, "log": server.log[:3]}))
+        page = call(site, "GET", "/")
+        article = re.search(rb'data-recengine-article="([^"]+)"', page.body)
+        assert article is not None, page.body[:500]
+        related = call(
+            server.url,
+            "GET",
+            f"/api/v1/articles/{article.group(1).decode()}/related",
+            headers={"Origin": site},
+        )
+        example = {
+            "page": page.status,
+            "widget_src": f'src="{server.url.rstrip("/")}/widget.js"'.encode() in page.body,
+            "related": related.status,
+            "items": len(related.json()["items"]),
+            "cors": related.headers.get("access-control-allow-origin"),
+            "site": site,
+        }
+    print(
+        json.dumps({"status": results, "health": health, "example": example, "log": server.log[:3]})
+    )
 
 
 if __name__ == "__main__":

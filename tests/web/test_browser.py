@@ -25,9 +25,10 @@ from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.text.tokenize import Tokenizer
 from recengine.web import create_app
+from recengine.web.example_site import create_demo_app
 from tests.factories import javaguide_records
 from tests.web.conftest import AUTH, KEY
-from tests.web.livesupport import live_server
+from tests.web.livesupport import Later, live_server
 
 XSS_TITLE = '<img src=x onerror="window.__xss=1">" onmouseover="window.__xss=2'
 TIMEOUT_MS = 10_000
@@ -79,6 +80,22 @@ def host_app() -> Flask:
             f"{floor_attr} data-recengine-api='{escape(api)}'"
             f" data-recengine-link='/post/{{id}}?api={api}'>"
             f"</div><script src='{escape(script)}/widget.js'></script></body></html>"
+        )
+
+    @app.get("/bare/<path:article_id>")
+    def bare(article_id: str) -> str:
+        """The README's two-line embed, as is (``slots=2``: two placeholders)."""
+        from flask import request
+        from markupsafe import escape
+
+        slot = f"data-recengine-article='{escape(article_id)}'"
+        slots = [f"<div id='slot' {slot}></div>"]
+        if request.args.get("slots") == "2":
+            slots.append(f"<div id='slot2' {slot}></div>")
+        return (
+            "<!doctype html><html lang='en'><head><title>post</title></head><body>"
+            + "".join(slots)
+            + f"<script src='{escape(request.args['api'])}/widget.js' defer></script></body></html>"
         )
 
     return app
@@ -280,6 +297,115 @@ def test_demo_page_with_its_widget_and_no_console_errors(browser: Browser, site:
     links.first.click()
     page.wait_for_url(f"**{href}")
     assert page.locator("h1").inner_text()
-    assert page.locator("section.editor h2").inner_text().startswith("For editors")
+    assert page.locator("section.editor h2").inner_text().startswith("编辑视图")
     assert console.errors == [] and console.page_errors == []
     page.close()
+
+
+@dataclass
+class Warnings:
+    texts: list[str] = field(default_factory=list)
+
+    def watch(self, page: Page) -> Page:
+        page.on("console", lambda m: self.texts.append(m.text) if m.type == "warning" else None)
+        return page
+
+    def ours(self) -> list[str]:
+        return [text for text in self.texts if text.startswith("recengine widget: ")]
+
+
+def test_widget_says_once_in_the_console_when_cors_refuses_this_origin(
+    browser: Browser, site: Site
+) -> None:
+    """The README's embed on an origin the service does not allow: hidden, with one warning
+    that names the origin and the setting (two placeholders on the page: still one)."""
+    with live_server(host_app()) as other:  # the same site on an origin not in cors_origins
+        console, warnings = Console(), Warnings()
+        page = warnings.watch(console.watch(browser.new_page()))
+        with page.expect_console_message(
+            lambda m: m.text.startswith("recengine widget: "), timeout=TIMEOUT_MS
+        ):
+            page.goto(f"{other}/bare/{site.ids[0]}?api={site.api}&slots=2")
+        settle(page)
+        page.wait_for_load_state("networkidle")  # both placeholders' probes have answered
+        assert page.locator("#slot").is_hidden() and page.locator("#slot2").is_hidden()
+        assert page.locator("#slot").get_attribute("data-recengine-state") == "failed"
+        said = warnings.ours()
+        assert len(said) == 1, warnings.texts
+        assert f"does not allow pages of {other}" in said[0] and "web.cors_origins" in said[0]
+        assert console.page_errors == []
+        page.close()
+
+
+def test_widget_says_why_when_articles_have_no_url_and_no_link_is_given(
+    browser: Browser, site: Site
+) -> None:
+    """Allowed by CORS, but the articles have no url and the README's embed gives no
+    data-recengine-link: hidden, with one warning saying so."""
+    console, warnings = Console(), Warnings()
+    page = warnings.watch(console.watch(browser.new_page()))
+    page.goto(f"{site.host}/bare/{site.ids[0]}?api={site.api}")
+    settle(page)
+    assert page.locator("#slot").get_attribute("data-recengine-state") == "done"
+    assert page.locator("#slot").is_hidden()
+    said = warnings.ours()
+    assert len(said) == 1, warnings.texts
+    assert "no url" in said[0] and "data-recengine-link" in said[0]
+    assert console.errors == [] and console.page_errors == []
+    page.close()
+
+
+def test_no_warning_when_the_embed_works(browser: Browser, site: Site) -> None:
+    warnings = Warnings()
+    page = warnings.watch(browser.new_page())
+    page.goto(f"{site.host}/post/{site.ids[0]}?api={site.api}")
+    settle(page)
+    assert widget_links(page) and warnings.ours() == []
+    page.close()
+
+
+def test_the_demos_example_site_embeds_the_widget_across_origins(
+    browser: Browser, tmp_path: Path, tokenizer: Tokenizer, data_dir: Path
+) -> None:
+    """The demo's setup: one app on two listeners (the service, and the example site of
+    another origin whose page has the README's two lines and nothing else); the related
+    articles' url are site-relative, as the demo corpus stores them. The list renders on the
+    example site, its links stay there, and nothing is said in the console."""
+    settings = load_settings({"data_dir": str(tmp_path), "api_key": KEY})
+    engine = make_engine(settings.resolved_database_url)
+    upgrade(engine)
+    records = javaguide_records(data_dir, 30)
+    for r in records:
+        r["url"] = f"/?article={r['id']}"
+    client = create_app(settings, tokenizer=tokenizer).test_client()
+    assert client.post("/api/v1/articles", json=records, headers=AUTH).status_code == 200
+    reindex(factory=make_session_factory(engine), featurizer=Featurizer(settings, tokenizer))
+    engine.dispose()
+    demo_settings = settings.model_copy(
+        update={"web": settings.web.model_copy(update={"demo_article": records[0]["id"]})}
+    )
+    service_app, site_app = Later(), Later()
+    with live_server(service_app) as service, live_server(site_app) as example:
+        app = create_demo_app(demo_settings, service, example)
+        service_app.app = site_app.app = app
+        console, warnings = Console(), Warnings()
+        page = warnings.watch(console.watch(browser.new_page()))
+        page.goto(f"{example}/")  # opens on web.demo_article
+        assert page.locator("h1").inner_text() == records[0]["title"]
+        settle(page)
+        slot = page.locator("[data-recengine-article]")
+        assert slot.get_attribute("data-recengine-link") is None  # the README's embed, as is
+        assert slot.get_attribute("data-recengine-api") is None
+        links = page.locator("a.recengine-link")
+        assert links.count() >= 1
+        href = links.first.get_attribute("href") or ""
+        assert href.startswith(f"{example}/?article=")  # resolved against the embedding site
+        links.first.click()
+        page.wait_for_url(href)
+        settle(page)
+        assert page.locator("a.recengine-link").count() >= 1  # that page has its own list
+        assert warnings.ours() == [] and console.errors == [] and console.page_errors == []
+        # and the service's demo page links to this article on the example site
+        page.goto(f"{service}/?article={records[0]['id']}")
+        assert page.locator(f"a[href^='{example}/?article=']").count() == 1
+        page.close()

@@ -50,11 +50,42 @@ def test_demo_page_shows_the_article_escaped(client: FlaskClient) -> None:
 
 
 def test_demo_page_defaults_to_the_latest_and_404s_unknown(client: FlaskClient) -> None:
-    assert "No articles yet" in client.get("/").get_data(as_text=True)
+    empty = client.get("/").get_data(as_text=True)
+    assert "还没有文章" in empty and "找不到" not in empty
     client.post("/api/v1/articles", json=[record(1), record(2, title="最新的文章")], headers=AUTH)
     assert "<h1>最新的文章</h1>" in client.get("/").get_data(as_text=True)
     missing = client.get("/?article=nope")
-    assert missing.status_code == 404 and "No articles yet" in missing.get_data(as_text=True)
+    page = missing.get_data(as_text=True)
+    assert missing.status_code == 404
+    # the unknown id is named; the database is not called empty; the latest are offered
+    assert "找不到这篇文章" in page and "<code>nope</code>" in page
+    assert "还没有文章" not in page and "最新的文章" in page
+
+
+def test_demo_page_opens_on_the_configured_article(make_app: Callable[..., Flask]) -> None:
+    client = make_app(web={"demo_article": "a1"}).test_client()
+    client.post("/api/v1/articles", json=[record(1, title="开篇"), record(2)], headers=AUTH)
+    assert "<h1>开篇</h1>" in client.get("/").get_data(as_text=True)  # not the latest (a2)
+    client.delete("/api/v1/articles/a1", headers=AUTH)
+    assert "<h1>" + record(2)["title"] + "</h1>" in client.get("/").get_data(as_text=True)
+
+
+def test_demo_page_shows_paragraphs_no_sentiment_tags_and_what_was_suppressed(
+    client: FlaskClient, factory: sessionmaker[Session], featurizer: Featurizer
+) -> None:
+    body = "。".join(f"第{i}句讲的是数据库索引和查询优化的细节" for i in range(40)) + "。"
+    copy = {**record(3, content=body), "id": "copy", "title": "转载"}
+    client.post(
+        "/api/v1/articles",
+        json=[record(1, content=body), record(2), copy],
+        headers=AUTH,
+    )
+    reindex(factory=factory, featurizer=featurizer)
+    page = client.get("/?article=a1").get_data(as_text=True)
+    assert page.count("<p>第") >= 3  # one line of text shown as several paragraphs
+    assert "本文的重复稿" in page and "?article=copy" in page  # its cluster, for editors
+    assert "neutral" not in page and "positive" not in page
+    assert "For editors" not in page and "No articles" not in page  # one language: Chinese
 
 
 def test_widget_script_is_cacheable_javascript(client: FlaskClient) -> None:

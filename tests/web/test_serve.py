@@ -191,6 +191,9 @@ def test_the_demo_works_offline(tmp_path: Path) -> None:
     }
     assert report["health"]["status"] == "ok" and report["health"]["database"]["model_version"]
     assert "inserted 300" in "\n".join(report["log"])
+    example = report["example"]  # the example site of another origin, embedding the widget
+    assert example["page"] == 200 and example["widget_src"] and example["related"] == 200
+    assert example["items"] >= 1 and example["cors"] == example["site"]
     assert (tmp_path / "demo" / "recengine.db").exists()  # the embedded default: SQLite
 
 

@@ -7,6 +7,8 @@
  *
  * Optional attributes on the placeholder:
  *   data-recengine-k="5"                 how many links (default 5)
+ *   data-recengine-min-score="0.1"       relevance floor, 0..1 (default: the server's
+ *                                        related.min_score; fewer links rather than weak ones)
  *   data-recengine-heading="相关文章"      the heading text
  *   data-recengine-link="/post/{id}"     link for articles stored without a URL ({id} is replaced)
  *   data-recengine-api="https://..."     API origin (default: where this script was loaded from)
@@ -149,6 +151,12 @@
     return k >= 1 && k <= MAX_K ? k : DEFAULT_K;
   }
 
+  function floorOf(el) {
+    var raw = el.getAttribute("data-recengine-min-score");
+    var value = raw === null || raw === "" ? NaN : Number(raw);
+    return value >= 0 && value <= 1 ? "&min_score=" + value : "";
+  }
+
   function load(el) {
     var article = el.getAttribute("data-recengine-article");
     if (!article || el.getAttribute("data-recengine-state")) {
@@ -158,7 +166,7 @@
     el.setAttribute("aria-busy", "true");
     el.hidden = true;
     var url =
-      apiBase(el) + "/api/v1/articles/" + encodeURIComponent(article) + "/related?k=" + kOf(el);
+      apiBase(el) + "/api/v1/articles/" + encodeURIComponent(article) + "/related?k=" + kOf(el) + floorOf(el);
     var controller = typeof AbortController === "function" ? new AbortController() : null;
     var timer = controller ? setTimeout(function () { controller.abort(); }, TIMEOUT_MS) : null;
     fetch(url, {
