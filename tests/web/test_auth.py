@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -125,3 +126,16 @@ def test_cors_only_for_configured_origins(make_app: Callable[..., Flask]) -> Non
 def test_no_cors_headers_without_configured_origins(client: FlaskClient) -> None:
     response = client.get("/api/v1/health", headers={"Origin": ALLOWED})
     assert "Access-Control-Allow-Origin" not in response.headers
+
+
+def test_a_refused_origin_is_logged_once(
+    make_app: Callable[..., Flask], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The operator's side of the widget's console warning: which origin was refused."""
+    client = make_app(web={"cors_origins": [ALLOWED]}).test_client()
+    with caplog.at_level(logging.WARNING, logger="recengine.web.app"):
+        for origin in ("https://evil.example", "https://evil.example", ALLOWED):
+            client.get("/api/v1/articles/nope", headers={"Origin": origin})
+        client.get("/", headers={"Origin": "https://page.example"})  # not the API: not logged
+    said = [r.getMessage() for r in caplog.records if r.name == "recengine.web.app"]
+    assert len(said) == 1 and "https://evil.example" in said[0] and "cors_origins" in said[0]
