@@ -191,18 +191,22 @@ def client(tmp_path_factory: pytest.TempPathFactory, tokenizer: Tokenizer) -> An
     return client
 
 
-def post_json(client: Any, path: str, value: Any) -> Any:
-    body = json_lines(value)
-    return client.post(path, data=body, headers={"Content-Type": "application/json"})
-
-
-@settings(
+# A test client is shared by the examples of one test (a fixture), and the examples are fixed.
+HTTP_EXAMPLES = settings(
     max_examples=150,
     deadline=None,
     suppress_health_check=list(HealthCheck),
     database=None,
     derandomize=True,
 )
+
+
+def post_json(client: Any, path: str, value: Any) -> Any:
+    body = json_lines(value)
+    return client.post(path, data=body, headers={"Content-Type": "application/json"})
+
+
+@HTTP_EXAMPLES
 @given(body=RECORDS | st.lists(RECORDS, max_size=3))
 def test_http_articles_never_answer_500(client: Any, body: Any) -> None:
     response = post_json(client, "/api/v1/articles", body)
@@ -215,13 +219,7 @@ def test_http_articles_never_answer_500(client: Any, body: Any) -> None:
         assert_clean(response.get_json()["error"]["message"])
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    database=None,
-    derandomize=True,
-)
+@HTTP_EXAMPLES
 @given(body=EVENTS | st.lists(EVENTS, max_size=3))
 def test_http_events_never_answer_500(client: Any, body: Any) -> None:
     response = post_json(client, "/api/v1/users/reader/events", body)
