@@ -203,6 +203,36 @@ def test_a_busy_port_is_reported_at_once(run: Any, settings: Settings) -> None:
             assert f"try --port {port + 1}" in done.stderr
             assert "demo corpus" not in done.stdout  # the demo checked before ingesting
             assert "Retrying" not in done.stderr  # not gunicorn's 5 s of retries
+    # the demo's example site takes the next port: that one taken is named as such
+    with socket.socket() as taken:
+        port = _taken_after_a_free_port(taken)
+        done = subprocess.run(
+            [RECENGINE, "demo", "--limit", "5", "--port", str(port - 1)],
+            capture_output=True,
+            text=True,
+            env=env_of(settings),
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert f"port {port} on 127.0.0.1 is in use" in done.stderr
+        assert "the demo's example site takes --port + 1" in done.stderr
+        assert f"try --port {port + 1}" in done.stderr and "demo corpus" not in done.stdout
+
+
+def _taken_after_a_free_port(taken: socket.socket) -> int:
+    """Listen on ``taken`` at a port whose predecessor is free (as far as a bind can tell)."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            free = probe.getsockname()[1]
+        try:
+            taken.bind(("127.0.0.1", free + 1))
+        except OSError:
+            continue
+        taken.listen()
+        return int(free + 1)
+    raise AssertionError("no two consecutive free ports")
 
 
 def test_report_without_matplotlib_says_so_and_leaves_no_folder(

@@ -37,7 +37,8 @@ def demo(ctx: CliContext, /, limit: int | None, serve: bool, **server: Any) -> N
     settings = serve_cmd.server_settings(ctx.settings, **server)
     if serve:  # before the minute of ingest, not after it (the example site takes port + 1)
         serve_cmd.check_port(settings.web.host, settings.web.port)
-        serve_cmd.check_port(settings.web.host, settings.web.port + 1 if settings.web.port else 0)
+        port = settings.web.port
+        serve_cmd.check_port(settings.web.host, port + 1 if port else 0, base=port)
     upgrade(ctx.creating().engine)
     click.echo(f"database: {ctx.database}")
     with Ingester(ctx.factory, ctx.featurizer) as ingester:

@@ -85,7 +85,7 @@ def run(ctx: CliContext, announce: str = "serving", *, example_site: bool = Fals
     options = {**_named(SERVER_OPTIONS)(ctx.settings), "proc_name": "recengine"}
     if example_site:
         site_port = web.port + 1 if web.port else 0
-        check_port(web.host, site_port)
+        check_port(web.host, site_port, base=web.port)
         options["bind"] = [*options["bind"], f"{options['bind'][0].rsplit(':', 1)[0]}:{site_port}"]
     server = Server(ctx.settings, options)
 
@@ -109,8 +109,12 @@ def _origin(listener: Any) -> str:
     return f"http://{_display(host)}:{port}"
 
 
-def check_port(host: str, port: int) -> None:
+def check_port(host: str, port: int, *, base: int | None = None) -> None:
     """Fail at once, with the fix, when the port is taken (gunicorn would retry for seconds).
+
+    Args:
+        base: for the demo's example site, the service's port (``port`` is ``base + 1``): the
+            message says whose port it is.
 
     Raises:
         ConfigError: the address is in use or cannot be listened on.
@@ -124,9 +128,10 @@ def check_port(host: str, port: int) -> None:
             probe.bind((host.strip("[]"), port))
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
+                whose = "" if base is None else " (the demo's example site takes --port + 1)"
                 raise ConfigError(
-                    f"port {port} on {host} is in use (another server?): try --port {port + 1}, "
-                    "or --port 0 for any free port"
+                    f"port {port} on {host} is in use (another server?){whose}: try --port "
+                    f"{port + 1}, or --port 0 for any free port"
                 ) from None
             raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
