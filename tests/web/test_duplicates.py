@@ -55,7 +55,7 @@ def test_a_repost_joins_the_cluster_of_the_original(
     assert [(d["id"], d["canonical"]) for d in other["duplicates"]] == [(original, True)]
 
     page = client.get(f"/?article={original}").get_data(as_text=True)
-    assert "For editors: suppressed duplicates" in page and "?article=copy" in page
+    assert "本文的重复稿" in page and "?article=copy" in page  # the editors' view of its cluster
 
 
 def test_an_article_without_copies_is_its_own_canonical(
