@@ -59,6 +59,7 @@ TIME_TEXT_SCHEMA: dict[str, Any] = {
         {"type": "string", "format": "date-time", "pattern": _YEAR_PATTERN},
         {"type": "string", "format": "date", "pattern": _YEAR_PATTERN},
         {"type": "string", "pattern": _SECONDS_PATTERN, "description": "Unix seconds"},
+        {"type": "string", "pattern": r"^\s*$", "description": "blank: no bound"},
     ],
     "description": RULE,
 }
@@ -66,7 +67,6 @@ TIME_SCHEMA: dict[str, Any] = {
     "anyOf": [
         *TIME_TEXT_SCHEMA["anyOf"],
         {"type": "number", "minimum": MIN_TIMESTAMP, "exclusiveMaximum": MAX_TIMESTAMP + 1},
-        {"type": "string", "maxLength": 0, "description": "empty: none"},
         {"type": "null"},
     ],
     "description": RULE,

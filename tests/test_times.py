@@ -223,3 +223,22 @@ def _refusal(value: str) -> ValueError:
     except ValueError as exc:
         return exc
     raise AssertionError(f"{value!r} was accepted")
+
+
+def test_a_blank_filter_is_no_bound_and_the_schema_says_so(
+    indexed: list[dict[str, Any]], shanghai: Settings, tokenizer: Tokenizer
+) -> None:
+    """``?published_before=`` (a form's empty field) is no bound, as a blank published_at is
+    no time; /openapi.json publishes that, so clients and schema checkers agree."""
+    client = create_app(shanghai, tokenizer=tokenizer).test_client()
+    path = f"/api/v1/articles/{indexed[0]['id']}/related?k=30&min_score=0"
+    unbounded = client.get(path).get_json()
+    for blank in ("", "%20%20"):
+        for name in ("published_before", "after"):
+            answer = client.get(f"{path}&{name}={blank}")
+            assert answer.status_code == 200 and answer.get_json() == unbounded
+    spec = client.get("/openapi.json").get_json()
+    params = spec["paths"]["/api/v1/articles/{article_id}/related"]["get"]["parameters"]
+    schema = next(p["schema"] for p in params if p["name"] == "published_before")
+    blank_ok = [s for s in schema["anyOf"] if s.get("pattern") == r"^\s*$"]
+    assert len(blank_ok) == 1
