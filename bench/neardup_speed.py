@@ -10,6 +10,8 @@ Compared side by side in this process:
 
 * recengine ``NearDupIndex`` (FAISS IndexBinaryMultiHash, layout chosen for k and n);
 * FAISS ``IndexBinaryFlat`` (exact brute force);
+* with ``--passages``: the passage index (``recengine.index.passages``, the second candidate
+  source: 8 uniform hashes per article, planted partial copies sharing 1..8 of them);
 * the PyPI ``simhash`` package's ``SimhashIndex`` (pure Python; only at sizes where building
   it takes reasonable time, ``--simhash-max``, and radii where its k+1 blocks still make small
   buckets, ``--simhash-max-k``). It runs under numpy 2 here: only its fingerprint computation
@@ -39,6 +41,7 @@ import numpy as np
 import psutil
 
 from recengine.index.neardup import NearDupIndex, as_codes
+from recengine.index.passages import PassageIndex
 
 T = TypeVar("T")
 QUERIES = 2_000
@@ -133,6 +136,46 @@ def run_recengine(fps: np.ndarray, planted: np.ndarray, k: int, budget: float) -
     )
 
 
+def passage_data(n: int, planted_per_m: int, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` articles' 8 passage hashes (uniform: each text's bottom-8 sketch is); the last
+    ``m`` are partial copies of random earlier ones, keeping 1..8 of their hashes."""
+    rng = np.random.default_rng(seed)
+    m = planted_per_m * n // 1_000_000
+    rows = rng.integers(0, 2**64, size=(n, 8), dtype=np.uint64)
+    src = rng.choice(n - m, size=m, replace=False)
+    keep = rng.integers(1, 9, size=m)
+    mask = np.arange(8)[None, :] < keep[:, None]
+    rows[n - m :][mask] = rows[src][mask]
+    return rows, np.stack([src, np.arange(n - m, n)], axis=1)
+
+
+def _passages(rows: np.ndarray, stop_df: int) -> PassageIndex:
+    index = PassageIndex(stop_df=stop_df)
+    index.add_rows(np.arange(len(rows), dtype=np.int64), rows, np.full(len(rows), 8, np.int16))
+    index.pairs()  # folds the tail in: the state a query sees after a build from SQL
+    return index
+
+
+def run_passages(n: int, planted_per_m: int, stop_df: int) -> None:
+    """The passage index (second candidate source): build, memory, queries, self-join."""
+    rows, planted = passage_data(n, planted_per_m)
+    index, build, grown = measured(lambda: _passages(rows, stop_df))
+    rng = np.random.default_rng(4)
+    picks = np.concatenate(
+        [planted[rng.choice(len(planted), QUERIES // 2), 1], rng.choice(n, QUERIES // 2)]
+    )
+    times = single_queries(lambda i: index.query(rows[i], exclude=i), picks)
+    start = time.perf_counter()
+    pairs = index.pairs()
+    join = time.perf_counter() - start
+    got = set(zip(pairs.a.tolist(), pairs.b.tolist(), strict=True))
+    hit = sum((int(a), int(b)) in got for a, b in planted)
+    print(f"\n{n:,} articles x 8 passages ({len(planted):,} planted partial copies)")
+    print(f"  passage index: build {build:.1f} s, memory +{grown / 2**30:.2f} GiB")
+    print(f"    single query {percentiles(times)}")
+    print(f"    self-join {join:.1f} s; planted pairs found {hit}/{len(planted)}")
+
+
 def measured(build: Callable[[], T]) -> tuple[T, float, int]:
     """``build()``'s result, seconds and resident memory growth (bytes)."""
     gc.collect()
@@ -193,6 +236,8 @@ def main() -> None:
         help="its index cuts k+1 blocks: at k=8, 7-bit blocks make every bucket huge",
     )
     parser.add_argument("--no-flat", action="store_true")
+    parser.add_argument("--passages", action="store_true", help="also the passage index")
+    parser.add_argument("--stop-df", type=int, default=200)
     args = parser.parse_args()
     print(
         f"faiss {faiss.__version__}, {faiss.omp_get_max_threads()} threads; "
@@ -208,6 +253,8 @@ def main() -> None:
             if n <= args.simhash_max and k <= args.simhash_max_k:
                 run_pypi(fps, k)
             del fps, planted
+        if args.passages:
+            run_passages(n, args.planted, args.stop_df)
     print(f"\nload average at the end {os.getloadavg()}")
 
 

@@ -10,10 +10,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import SparseVector
-from recengine.pipeline.featurize import text_of
+from recengine.pipeline.featurize import compared_of
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 from recengine.storage.state import read_state
-from recengine.text.shingles import shingles
 from tests.factories import javaguide_records
 
 
@@ -64,7 +63,7 @@ def check_invariants(factory: sessionmaker[Session], criterion: NearDupCriterion
         articles = {a.id: a for a in session.scalars(select(Article))}
         rows = session.scalars(select(ClusterMember)).all()
         members = {r.article_id for r in rows}
-        sh = {i: shingles(text_of(a.title, a.content)) for i, a in articles.items()}
+        sh = {i: compared_of(a.title, a.content) for i, a in articles.items()}
         for r in rows:
             assert r.canonical_id not in members
             assert articles[r.article_id].deleted_at is None

@@ -25,7 +25,7 @@ from recengine.storage.db import make_engine, make_session_factory, transaction
 from recengine.storage.migrate import upgrade
 from recengine.storage.models import ClusterMember
 from recengine.storage.state import begin_write
-from recengine.text.shingles import shingles
+from recengine.text.compare import Compared
 from recengine.text.tokenize import Tokenizer
 from tests.conftest import make_settings
 from tests.neardup_helpers import check_invariants, clusters, corpus
@@ -56,7 +56,7 @@ def test_reposts_join_their_original_at_ingest(
             session=session,
             external_id=bases[0]["id"],
             criterion=NearDupCriterion.from_settings(settings),
-            text=featurizer.text,
+            compared=featurizer.compared,
         )
     assert dup.canonical == bases[0]["id"]
     assert reposts[0]["id"] in {d.id for d in dup.duplicates}
@@ -164,13 +164,16 @@ def test_criterion_needs_both_steps() -> None:
     assert not far.duplicate and far.distance == 4 and far.score > 0.9
     assert far.shared_terms == ("索引", "数据库") and far.resemblance is None
     assert not c.judge(0, a, 0, vec({"缓存": 1.0})).duplicate
-    text = shingles("数据库索引的设计与查询优化，以及B+树的结构。")
-    edited = shingles("数据库索引的设计与查询优化，以及B+树的结构和页分裂。")
-    other = shingles("数据库索引的设计：哈希索引适合等值查询。")
-    with_text = c.judge(0, a, 0b111, b, text, edited)  # shingles given: they decide
+    c = NearDupCriterion(k=3, min_cosine=0.9, min_resemblance=0.5, min_body_chars=0)
+    text = Compared.of_text("数据库索引的设计与查询优化，以及B+树的结构。")
+    edited = Compared.of_text("数据库索引的设计与查询优化，以及B+树的结构和页分裂。")
+    other = Compared.of_text("数据库索引的设计：哈希索引适合等值查询。")
+    with_text = c.judge(0, a, 0b111, b, text, edited)  # texts given: they decide
     assert with_text.duplicate and with_text.score == with_text.resemblance > 0.5
+    assert with_text.rule == "resemblance"
     assert not c.judge(0, a, 0b111, b, text, other).duplicate  # same topic, other text
-    assert not c.judge(0, a, 0b1111, b, text, text).duplicate  # beyond the radius
+    # texts decide at any distance: the radius only bounds where candidates come from
+    assert c.judge(0, a, (1 << 40) - 1, b, text, text).duplicate
 
 
 def test_duplicates_command_prints_clusters(
@@ -231,7 +234,7 @@ def test_pure_cluster_function_equals_the_sql_path(
         {r[0]: rank_key(r[0], dates[r[0]]) for r in rows},
         {r[0]: SparseVector.from_bytes(r[2]) for r in rows},
         NearDupCriterion.from_settings(settings),
-        {i: shingles(featurizer.text(a.title, a.content)) for i, a in articles.items()},
+        {i: featurizer.compared(a.title, a.content) for i, a in articles.items()},
     )
     assert {names[m.article_id]: (names[m.canonical_id], m.distance) for m in members} == (
         clusters(factory)

@@ -22,7 +22,6 @@ from recengine.features.tfidf import TfidfVectorizer, fit_idf
 from recengine.pipeline.clustering import cluster_corpus, rank_key
 from recengine.pipeline.featurize import Featurizer
 from recengine.text.clean import clean
-from recengine.text.shingles import shingles
 from recengine.text.tokenize import Tokenizer
 
 
@@ -47,7 +46,7 @@ def test_default_criterion_finds_real_reposts(data_dir: Path, tokenizer: Tokeniz
         {i: rank_key(i, None) for i in range(len(docs))},
         {i: vectorizer.transform(c) for i, c in enumerate(counts)},
         NearDupCriterion.from_settings(settings),
-        {i: shingles(t) for i, t in enumerate(texts)},
+        {i: featurizer.compared(d.title, d.content) for i, d in enumerate(docs)},
     )
     clusters: dict[int, list[int]] = {}
     for m in members:

@@ -148,7 +148,7 @@ def test_a_rolled_back_write_is_forgotten(
     def crash(**_: object) -> None:
         raise RuntimeError("crash after the index saw the batch, before commit")
 
-    monkeypatch.setattr("recengine.pipeline.dedup.replace_rows", crash)
+    monkeypatch.setattr("recengine.pipeline.dedup.replace_member_rows", crash)
     with pytest.raises(RuntimeError):
         ingester.ingest_records(reposts)
     monkeypatch.undo()

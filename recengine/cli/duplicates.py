@@ -45,7 +45,7 @@ def duplicates(ctx: CliContext, fmt: str, article_id: str | None) -> None:
                 session=session,
                 external_id=article_id,
                 criterion=NearDupCriterion.from_settings(ctx.settings),
-                text=ctx.featurizer.text,
+                compared=ctx.featurizer.compared,
             )
             if fmt == "text":
                 ids = [found.article, *(d.id for d in found.duplicates)]

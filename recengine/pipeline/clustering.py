@@ -25,7 +25,7 @@ Array contracts: ids ``int64 (n,)``; ranks ``int64 (n,)`` (smaller = earlier); p
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -35,6 +35,7 @@ import numpy.typing as npt
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import SparseVector
 from recengine.index.neardup import NearDupIndex
+from recengine.text.compare import Compared
 
 
 @dataclass(frozen=True)
@@ -97,19 +98,78 @@ def assign(ranks: Mapping[int, tuple[int, float, int]], edges: Sequence[Edge]) -
     return members
 
 
+LEADER_BLOCK = 2_048
+
+
+def leader_pass(
+    ranks: Mapping[int, tuple[int, float, int]],
+    a: npt.NDArray[np.int64],
+    b: npt.NDArray[np.int64],
+    verify: Callable[[int, int], Edge | None],
+    prefetch: Callable[[set[int]], None] | None = None,
+) -> list[Member]:
+    """:func:`assign` without verifying every candidate pair: the same result, with each
+    article verified (in rank order) only against the earlier-ranked canonicals among its
+    candidates, earliest first, until one passes.
+
+    Args:
+        ranks: :func:`rank_key` of every id in the pairs.
+        a, b: candidate pairs (each unordered pair once).
+        verify: ``(article, canonical) -> Edge or None``.
+        prefetch: called with the ids a block of ``LEADER_BLOCK`` articles (in rank order)
+            may verify, before that block: a caller loads their texts at once.
+
+    A cluster of n copies costs about n verifications, not n^2 / 2.
+    """
+    earlier: dict[int, list[int]] = {}
+    for x, y in zip(a.tolist(), b.tolist(), strict=True):
+        lo, hi = (x, y) if ranks[x] < ranks[y] else (y, x)
+        earlier.setdefault(hi, []).append(lo)
+    canonical: set[int] = set()
+    members: list[Member] = []
+    order = sorted(earlier, key=ranks.__getitem__)
+    canonical.update(set(ranks) - set(earlier))
+    for start in range(0, len(order), LEADER_BLOCK):
+        block = order[start : start + LEADER_BLOCK]
+        if prefetch is not None:
+            prefetch({x for node in block for x in (node, *earlier[node])})
+        for node in block:
+            member = _lead(node, earlier[node], canonical, ranks, verify)
+            if member is None:
+                canonical.add(node)
+            else:
+                members.append(member)
+    members.sort(key=lambda m: m.article_id)
+    return members
+
+
+def _lead(
+    node: int,
+    before: list[int],
+    canonical: set[int],
+    ranks: Mapping[int, tuple[int, float, int]],
+    verify: Callable[[int, int], Edge | None],
+) -> Member | None:
+    for c in sorted((c for c in before if c in canonical), key=ranks.__getitem__):
+        edge = verify(node, c)
+        if edge is not None:
+            return Member(node, c, edge.distance, edge.score)
+    return None
+
+
 def verify_pairs(
     a: npt.NDArray[np.int64],
     b: npt.NDArray[np.int64],
     fingerprints: Mapping[int, int],
     vectors: Mapping[int, SparseVector],
     criterion: NearDupCriterion,
-    shingles: Mapping[int, npt.NDArray[np.uint64]] | None = None,
+    texts: Mapping[int, Compared] | None = None,
 ) -> list[Edge]:
-    """The candidate pairs ``(a[j], b[j])`` that the criterion confirms (on the texts'
-    shingles when given, see :meth:`NearDupCriterion.judge`)."""
+    """The candidate pairs ``(a[j], b[j])`` that the criterion confirms (on the texts when
+    given, see :meth:`NearDupCriterion.judge`)."""
     edges = []
     for x, y in zip(a.tolist(), b.tolist(), strict=True):
-        sx, sy = (shingles[x], shingles[y]) if shingles is not None else (None, None)
+        sx, sy = (texts[x], texts[y]) if texts is not None else (None, None)
         verdict = criterion.judge(fingerprints[x], vectors[x], fingerprints[y], vectors[y], sx, sy)
         if verdict.duplicate:
             edges.append(Edge(x, y, verdict.distance, verdict.score))
@@ -122,16 +182,16 @@ def cluster_corpus(
     ranks: Mapping[int, tuple[int, float, int]],
     vectors: Mapping[int, SparseVector],
     criterion: NearDupCriterion,
-    shingles: Mapping[int, npt.NDArray[np.uint64]] | None = None,
+    texts: Mapping[int, Compared] | None = None,
 ) -> list[Member]:
     """All clusters of a corpus: self-join within the candidate radius, verify, assign.
 
     A pure function of its inputs (the Spark engine runs the same code on the candidate pairs
-    it finds). ``vectors`` and ``shingles`` are only read for ids in candidate pairs, so lazy
+    it finds). ``vectors`` and ``texts`` are only read for ids in candidate pairs, so lazy
     mappings work.
     """
     index = NearDupIndex(criterion.k)
     index.add(ids, fingerprints)
     pairs = index.pairs()
     fps = dict(zip(ids.tolist(), fingerprints.tolist(), strict=True))
-    return assign(ranks, verify_pairs(pairs.a, pairs.b, fps, vectors, criterion, shingles))
+    return assign(ranks, verify_pairs(pairs.a, pairs.b, fps, vectors, criterion, texts))

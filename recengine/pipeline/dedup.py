@@ -3,19 +3,24 @@
 Clusters are stored per IDF model version (``storage.clusters``); readers see the active one.
 
 At ingest, inside the batch's write transaction and after its features are written,
-:meth:`Deduplicator.update` recomputes the clusters of exactly the articles a change can affect:
-the connected components (of the verified near-duplicate graph) that contain a changed
-article or a former cluster-mate of one. Leader clustering is local to components
-(:mod:`recengine.pipeline.clustering`), so the result equals a full recluster. Rows are
-replaced in the same transaction, so a crash leaves the batch and its clusters both in or both
-out.
+:meth:`Deduplicator.update` re-decides exactly the articles a change can affect
+(:func:`recengine.pipeline.leader.relink`: the changed articles, the members of a canonical
+that changed or went, and the later articles a new canonical may take over), in rank order.
+Work per write is bounded by the candidates of the written article, not by the size of the
+cluster it joins: it is verified against the earlier canonicals among its candidates only (the
+cluster invariant "every member within the criterion of its canonical" needs nothing more).
+The result equals a full recluster. Rows are replaced in the same transaction, so a crash
+leaves the batch and its clusters both in or both out.
 
 At reindex, :meth:`Deduplicator.cluster_all` computes every cluster of the new version before
-the switch, outside the writers' lock: every pair within the candidate radius (self-join of the
-new version's index), verified, assigned, written under the new version in short transactions;
-the articles changed meanwhile are then brought up to date with :meth:`update_version`, the
-last few inside the switch (``pipeline.switch``). :meth:`recluster` does the same in one
-transaction for the active version (a reference for tests and repairs).
+the switch, outside the writers' lock, by the same rule: the candidate pairs of the self-join
+of the new version's index, then in rank order each article verified against its earlier
+canonical candidates until one passes (:func:`~recengine.pipeline.clustering.leader_pass`: a
+cluster of n copies costs about n verifications, not n^2 / 2); texts are read a block of
+articles at a time and rows written in short transactions. The articles changed meanwhile are
+then brought up to date with :meth:`update_version`, the last few inside the switch
+(``pipeline.switch``). :meth:`recluster` does the same in one transaction for the active
+version (a reference for tests and repairs).
 
 The index of writers is the process's near-duplicate :class:`~recengine.index.follower.Follower`.
 Call :meth:`Deduplicator.prepare` before a write transaction: a first use or a model switch
@@ -25,7 +30,7 @@ transaction only applies the last few changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 
@@ -38,32 +43,37 @@ from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import SparseVector
 from recengine.index.follower import Follower
 from recengine.index.neardup import NearDupIndex
-from recengine.pipeline.clustering import Edge, Member, assign, rank_key, verify_pairs
-from recengine.pipeline.featurize import text_of
+from recengine.pipeline.clustering import Edge, Member, assign, leader_pass, rank_key
+from recengine.pipeline.featurize import compared_of
+from recengine.pipeline.leader import Rank, relink
 from recengine.storage.articles import titles_and_contents
 from recengine.storage.clusters import (
     MemberRow,
+    canonicals_of,
     delete_version,
     insert_rows,
+    live_published,
+    members_of_all,
+    not_members,
     published,
-    replace_rows,
-    rows_touching,
+    replace_member_rows,
 )
 from recengine.storage.db import transaction
 from recengine.storage.features import features_of
 from recengine.storage.index_rows import SqlIndexRows, index_rows
 from recengine.storage.state import read_state
-from recengine.text.shingles import Shingles, shingles
+from recengine.text.compare import Compared
 
-PAIR_CHUNK = 50_000
 WRITE_CHUNK = 1_000  # cluster rows per short write transaction (a reindex, before its switch)
+
+Reading = Callable[[], AbstractContextManager[Session]]
 
 
 class Deduplicator:
     """Cluster maintenance for one process (holds its synced index).
 
     Args:
-        settings: candidate radius, verification threshold, index file.
+        settings: candidate radius, verification thresholds, index file.
         index: a synced index to share (e.g. with the read API); built from settings if omitted.
     """
 
@@ -91,8 +101,8 @@ class Deduplicator:
         return NearDupIndex(self.k) if held is None else held.index
 
     def update(self, session: Session, changed: Iterable[int]) -> int:
-        """Recluster the components touched by ``changed`` articles under the active version,
-        in the caller's (write) transaction; returns the rows written."""
+        """Re-decide what ``changed`` articles (new, edited or deleted) affect under the active
+        version, in the caller's (write) transaction; returns the rows written."""
         seeds = set(changed)
         version = read_state(session=session).active_model_version
         if not seeds or version is None:
@@ -102,8 +112,8 @@ class Deduplicator:
     def update_version(
         self, session: Session, changed: Iterable[int], version: int, index: NearDupIndex
     ) -> int:
-        """Recluster the components touched by ``changed`` under ``version``, with ``index``
-        (that version's fingerprints); returns the rows written."""
+        """Re-decide what ``changed`` articles affect under ``version``, with ``index`` (that
+        version's fingerprints); returns the rows written."""
         return self.plan_version(session, changed, version, index).write(session)
 
     def plan_version(
@@ -114,8 +124,12 @@ class Deduplicator:
         For a version only this process writes (a reindex's new one, before its switch): the
         reading can run in a read transaction and the writing in a short write transaction.
         """
-        nodes, edges = self._components(session, index, version, set(changed))
-        return ClusterPlan(version, sorted(nodes), self._assign(session, edges))
+        seeds = set(changed)
+        view = _SqlView(session, index, version, self)
+        live = {i for i in seeds if i in index}
+        decided = relink(view, live, seeds - live)
+        rows = [_row(m) for m in decided.values() if m is not None]
+        return ClusterPlan(version, sorted(decided), rows)
 
     def recluster(self, session: Session) -> int:
         """Replace every cluster row of the active version from a full self-join, in the
@@ -124,8 +138,7 @@ class Deduplicator:
         if version is None:
             return 0
         delete_version(session=session, version=version)
-        edges = self._all_edges(lambda: nullcontext(session), self.synced(session), version)
-        members = self._assign(session, edges)
+        members = self._leaders(lambda: nullcontext(session), self.synced(session), version)
         insert_rows(session=session, version=version, rows=members)
         return len(members)
 
@@ -136,8 +149,8 @@ class Deduplicator:
         Returns:
             The rows written.
         """
-        edges = self._all_edges(lambda: transaction(factory), index, version)
-        return self.cluster_edges(factory, version, edges)
+        members = self._leaders(lambda: transaction(factory), index, version)
+        return self._write_version(factory, version, members)
 
     def cluster_edges(
         self, factory: sessionmaker[Session], version: int, edges: Sequence[Edge]
@@ -146,6 +159,15 @@ class Deduplicator:
         of that version in short transactions; returns the rows written."""
         with transaction(factory) as session:
             members = self._assign(session, edges)
+        return self._write_version(factory, version, members)
+
+    def save(self) -> None:
+        """Write the index file (call after the transaction committed)."""
+        self.index.save()
+
+    def _write_version(
+        self, factory: sessionmaker[Session], version: int, members: Sequence[MemberRow]
+    ) -> int:
         while True:
             with transaction(factory) as session:
                 if not delete_version(session=session, version=version, limit=WRITE_CHUNK):
@@ -157,58 +179,15 @@ class Deduplicator:
                 )
         return len(members)
 
-    def save(self) -> None:
-        """Write the index file (call after the transaction committed)."""
-        self.index.save()
-
-    def _all_edges(
-        self,
-        reading: Callable[[], AbstractContextManager[Session]],
-        index: NearDupIndex,
-        version: int,
-    ) -> list[Edge]:
-        """Every verified pair of ``index``; features and texts read a chunk of pairs at a time."""
+    def _leaders(self, reading: Reading, index: NearDupIndex, version: int) -> list[MemberRow]:
+        """Every cluster of ``index`` by :func:`leader_pass` over its self-join's pairs."""
         pairs = index.pairs()
-        edges: list[Edge] = []
-        for start in range(0, len(pairs), PAIR_CHUNK):
-            a, b = pairs.a[start : start + PAIR_CHUNK], pairs.b[start : start + PAIR_CHUNK]
-            with reading() as session:
-                fps, vectors, texts = self._load(session, version, set(np.union1d(a, b).tolist()))
-            edges += verify_pairs(a, b, fps, vectors, self.criterion, texts)
-        return edges
-
-    def _components(
-        self, session: Session, index: NearDupIndex, version: int, seeds: set[int]
-    ) -> tuple[set[int], list[Edge]]:
-        """Closure of ``seeds`` under verified edges and existing cluster rows."""
-        nodes: set[int] = set()
-        edges: dict[tuple[int, int], Edge] = {}
-        frontier = set(seeds)
-        loaded = _Loaded()  # each article's features and shingles are loaded once per call
-        while frontier:
-            nodes |= frontier
-            for row in rows_touching(
-                session=session, version=version, article_ids=sorted(frontier)
-            ):
-                for other in (row.article_id, row.canonical_id):
-                    if other not in nodes:
-                        frontier.add(other)
-            live = [i for i in sorted(frontier) if i in index]
-            found = index.search_many(np.array([index.fingerprint(i) for i in live], np.uint64))
-            others = {
-                s: [h for h in found.hits(q)[0].tolist() if h != s] for q, s in enumerate(live)
-            }
-            others = {s: hits for s, hits in others.items() if hits}
-            # Only articles in a candidate pair are loaded (most new articles have none).
-            involved = set(others) | {h for hits in others.values() for h in hits}
-            fps, vectors, texts = self._load(session, version, involved, loaded)
-            for source, hits in others.items():
-                pair_a = np.array([min(source, h) for h in hits])
-                pair_b = np.array([max(source, h) for h in hits])
-                for e in verify_pairs(pair_a, pair_b, fps, vectors, self.criterion, texts):
-                    edges[(e.a, e.b)] = e
-            frontier = {x for e in edges.values() for x in (e.a, e.b)} - nodes
-        return nodes, list(edges.values())
+        ids = np.union1d(pairs.a, pairs.b).tolist()
+        with reading() as session:
+            dates = published(session=session, article_ids=ids)
+        ranks = {i: rank_key(i, dates.get(i)) for i in ids}
+        block = _Block(self, reading, version)
+        return [_row(m) for m in leader_pass(ranks, pairs.a, pairs.b, block.verify, block.prefetch)]
 
     def _assign(self, session: Session, edges: Sequence[Edge]) -> list[MemberRow]:
         ids = sorted({x for e in edges for x in (e.a, e.b)})
@@ -216,26 +195,87 @@ class Deduplicator:
         ranks = {i: rank_key(i, dates.get(i)) for i in ids}
         return [_row(m) for m in assign(ranks, edges)]
 
-    def _load(
-        self, session: Session, version: int, ids: set[int], loaded: _Loaded | None = None
-    ) -> tuple[dict[int, int], dict[int, SparseVector], dict[int, Shingles]]:
-        """Fingerprints, vectors and text shingles of the given articles (and of those already
-        in ``loaded``, which only the missing ones are added to)."""
-        loaded = loaded or _Loaded()
+    def _judge(self, x: int, c: int, loaded: _Loaded) -> Edge | None:
+        fps, vectors, texts = loaded.fps, loaded.vectors, loaded.texts
+        if x not in fps or c not in fps:
+            return None
+        v = self.criterion.judge(fps[x], vectors[x], fps[c], vectors[c], texts[x], texts[c])
+        return Edge(min(x, c), max(x, c), v.distance, v.score) if v.duplicate else None
+
+    def _load(self, session: Session, version: int, ids: set[int], loaded: _Loaded) -> None:
+        """Add the fingerprints, vectors and compared texts of those of ``ids`` not in
+        ``loaded`` yet."""
         missing = sorted(ids - loaded.fps.keys())
+        if not missing:
+            return
         rows = features_of(session=session, version=version, article_ids=missing)
         loaded.fps.update({r.article_id: r.fingerprint for r in rows})
         loaded.vectors.update({r.article_id: SparseVector.from_bytes(r.vector) for r in rows})
         texts = titles_and_contents(session=session, article_ids=[r.article_id for r in rows])
-        loaded.shingles.update(
-            {i: shingles(text_of(t, c, self.strip)) for i, (t, c) in texts.items()}
+        loaded.texts.update({i: compared_of(t, c, self.strip) for i, (t, c) in texts.items()})
+
+
+class _Block:
+    """Texts of one block of the leader pass, loaded at once (in a read of their own), then
+    dropped."""
+
+    def __init__(self, dedup: Deduplicator, reading: Reading, version: int) -> None:
+        self.dedup, self.reading, self.version = dedup, reading, version
+        self.loaded = _Loaded()
+
+    def prefetch(self, ids: set[int]) -> None:
+        self.loaded = _Loaded()
+        with self.reading() as session:
+            self.dedup._load(session, self.version, ids, self.loaded)
+
+    def verify(self, article_id: int, canonical_id: int) -> Edge | None:
+        # Both are in the block's prefetch (leader_pass's contract); one without features
+        # under the version is no duplicate.
+        return self.dedup._judge(article_id, canonical_id, self.loaded)
+
+
+class _SqlView:
+    """:class:`recengine.pipeline.leader.ClusterView` over SQL (rows of one model version) and
+    that version's index, for one write transaction (what it reads is cached for it)."""
+
+    def __init__(
+        self, session: Session, index: NearDupIndex, version: int, dedup: Deduplicator
+    ) -> None:
+        self.session, self.index, self.version, self.dedup = session, index, version, dedup
+        self.loaded = _Loaded()
+        self.found: dict[int, list[int]] = {}
+
+    def candidates(self, article_id: int) -> Sequence[int]:
+        if article_id not in self.found:
+            fp = self.index.fingerprint(article_id)
+            hits = [] if fp is None else self.index.search(fp)[0].tolist()
+            self.found[article_id] = [h for h in hits if h != article_id]
+        return self.found[article_id]
+
+    def stored(self, article_ids: Sequence[int]) -> Mapping[int, int]:
+        return canonicals_of(session=self.session, version=self.version, article_ids=article_ids)
+
+    def unclustered(self, article_ids: Sequence[int]) -> Sequence[int]:
+        return not_members(session=self.session, version=self.version, article_ids=article_ids)
+
+    def members(self, canonical_ids: Sequence[int]) -> Sequence[int]:
+        return members_of_all(
+            session=self.session, version=self.version, canonical_ids=canonical_ids
         )
-        return loaded.fps, loaded.vectors, loaded.shingles
+
+    def ranks(self, article_ids: Sequence[int]) -> Mapping[int, Rank]:
+        dates = live_published(session=self.session, article_ids=article_ids)
+        return {i: rank_key(i, d) for i, d in dates.items()}
+
+    def verify(self, article_id: int, canonical_id: int) -> Edge | None:
+        self.dedup._load(self.session, self.version, {article_id, canonical_id}, self.loaded)
+        return self.dedup._judge(article_id, canonical_id, self.loaded)
 
 
 @dataclass(frozen=True)
 class ClusterPlan:
-    """The cluster rows of ``version`` to replace: those of ``nodes`` by ``members``."""
+    """The cluster rows of ``version`` to replace: the member rows of ``nodes`` (the articles
+    re-decided) by ``members`` (those of them that are members now)."""
 
     version: int
     nodes: list[int]
@@ -243,7 +283,7 @@ class ClusterPlan:
 
     def write(self, session: Session) -> int:
         """Replace the rows (in the caller's write transaction); returns how many."""
-        replace_rows(
+        replace_member_rows(
             session=session, version=self.version, article_ids=self.nodes, rows=self.members
         )
         return len(self.members)
@@ -253,7 +293,7 @@ class ClusterPlan:
 class _Loaded:
     fps: dict[int, int] = field(default_factory=dict)
     vectors: dict[int, SparseVector] = field(default_factory=dict)
-    shingles: dict[int, Shingles] = field(default_factory=dict)
+    texts: dict[int, Compared] = field(default_factory=dict)
 
 
 def _row(m: Member) -> MemberRow:

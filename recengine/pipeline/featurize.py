@@ -24,6 +24,7 @@ from recengine.features.hashing import TermHasher
 from recengine.features.tfidf import IdfModel, TfidfVectorizer
 from recengine.text.boilerplate import strip_boilerplate
 from recengine.text.clean import clean
+from recengine.text.compare import Compared, compared
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 
 
@@ -87,6 +88,13 @@ def text_of(title: str, content: str, strip: bool = True) -> str:
     return clean(title) + "\n" + (strip_boilerplate(body) if strip else body)
 
 
+def compared_of(title: str, content: str, strip: bool = True) -> Compared:
+    """What the near-duplicate decision compares of an article (``text.compare``): the clean
+    title and the clean body of :func:`text_of`, quoted reply text removed."""
+    body = clean(content)
+    return compared(clean(title), strip_boilerplate(body) if strip else body)
+
+
 def text_hash(text: str) -> str:
     """sha256 of a cleaned text: equal hashes, equal features (no need to tokenize again)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -108,6 +116,10 @@ class Featurizer:
     def text(self, title: str, content: str) -> str:
         """:func:`text_of` under these settings."""
         return text_of(title, content, self.settings.features.strip_boilerplate)
+
+    def compared(self, title: str, content: str) -> Compared:
+        """:func:`compared_of` under these settings."""
+        return compared_of(title, content, self.settings.features.strip_boilerplate)
 
     def analyze(self, title: str, content: str) -> TextStats:
         return self.count(self.text(title, content))

@@ -3,8 +3,9 @@
 Clusters come from SQL (``cluster_members``), which ingest and reindex keep right, so every
 process answers the same without an index. For a reviewer, each duplicate of an article comes
 with the verdict of :class:`recengine.features.neardup.NearDupCriterion` on the pair: the Hamming
-distance of the fingerprints, the verification score (resemblance of the texts' character
-shingles), the cosine of the TF-IDF vectors and the terms that contribute most to it.
+distance of the fingerprints, the rule that matched (resemblance or containment of the texts'
+character shingles) with its figures, the cosine of the TF-IDF vectors and the terms that
+contribute most to it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from recengine.storage.clusters import canonical_of, iter_members, members_of
 from recengine.storage.features import features_of
 from recengine.storage.models import Article
 from recengine.storage.state import read_state
-from recengine.text.shingles import shingles
+from recengine.text.compare import Compared
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,11 @@ class Duplicate:
         id: its caller id.
         canonical: whether it is the cluster's canonical article.
         distance: Hamming distance of its fingerprint to the asked-for article's.
-        resemblance: Jaccard index of the two texts' character shingles (the verification
-            score).
+        resemblance: Jaccard index of the two texts' character shingles.
+        rule: the rule of the criterion that matched: ``"resemblance"`` or ``"containment"``
+            (``""``: the pair no longer meets the criterion, e.g. after an edit).
+        containment: share of the smaller text's shingles inside the larger.
+        coverage: share of the larger text's shingles the smaller covers.
         cosine: cosine of the two TF-IDF vectors.
         shared_terms: the terms contributing most to that cosine.
         distance_to_canonical: as stored in the cluster (0 for the canonical itself).
@@ -48,6 +52,9 @@ class Duplicate:
     cosine: float
     shared_terms: tuple[str, ...]
     distance_to_canonical: int
+    rule: str
+    containment: float
+    coverage: float
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "shared_terms": list(self.shared_terms)}
@@ -74,7 +81,7 @@ def duplicates_of(
     session: Session,
     external_id: str,
     criterion: NearDupCriterion,
-    text: Callable[[str, str], str],
+    compared: Callable[[str, str], Compared],
 ) -> DuplicatesOf:
     """The near-duplicates of the article with caller id ``external_id``.
 
@@ -82,8 +89,8 @@ def duplicates_of(
         session: an open session.
         external_id: the article's caller id.
         criterion: the near-duplicate criterion (``NearDupCriterion.from_settings``).
-        text: ``(title, content) -> text`` as features see it (``Featurizer.text``), for the
-            shingles.
+        compared: ``(title, content) -> Compared``, what the decision compares of a text
+            (``Featurizer.compared``).
 
     Raises:
         NotFound: no live article has that id.
@@ -104,7 +111,7 @@ def duplicates_of(
         )
     }
     articles = {a.id: a for a in _articles(session, [article.id, head, *cluster])}
-    sh = {i: shingles(text(a.title, a.content)) for i, a in articles.items()}
+    sh = {i: compared(a.title, a.content) for i, a in articles.items()}
     out = []
     for other, to_canonical in cluster.items():
         if other not in feats or article.id not in feats:
@@ -121,6 +128,9 @@ def duplicates_of(
                 round(verdict.cosine, 4),
                 verdict.shared_terms,
                 to_canonical,
+                verdict.rule,
+                round(verdict.containment or 0.0, 4),
+                round(verdict.coverage or 0.0, 4),
             )
         )
     out.sort(key=lambda d: (not d.canonical, d.distance, d.id))

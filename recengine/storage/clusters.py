@@ -11,6 +11,7 @@ once without rewriting a row.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,8 +25,8 @@ from sqlalchemy import (
     bindparam,
     delete,
     insert,
-    or_,
     select,
+    text,
     union_all,
 )
 from sqlalchemy.orm import Session, aliased
@@ -48,32 +49,67 @@ def active_rows() -> ColumnElement[bool]:
     return ClusterMember.model_version == active.scalar_subquery()
 
 
-def rows_touching(*, session: Session, version: int, article_ids: Sequence[int]) -> list[MemberRow]:
-    """Rows of ``version`` whose member or canonical is one of ``article_ids``."""
-    out: list[MemberRow] = []
-    ids = list(article_ids)
-    for chunk in in_chunks(ids):
-        rows = session.execute(
-            select(ClusterMember).where(
-                ClusterMember.model_version == version,
-                or_(ClusterMember.article_id.in_(chunk), ClusterMember.canonical_id.in_(chunk)),
-            )
-        ).scalars()
-        out.extend(MemberRow(r.article_id, r.canonical_id, r.distance, r.score) for r in rows)
-    return out
+def canonicals_of(*, session: Session, version: int, article_ids: Sequence[int]) -> dict[int, int]:
+    """``member id -> canonical id`` under ``version`` for those of ``article_ids`` that are
+    members."""
+    rows = session.execute(
+        *_ids_query(session, "SELECT article_id, canonical_id", version, article_ids)
+    )
+    return {int(r[0]): int(r[1]) for r in rows}
 
 
-def replace_rows(
+def not_members(*, session: Session, version: int, article_ids: Sequence[int]) -> list[int]:
+    """Those of ``article_ids`` without a member row under ``version`` (canonicals and
+    singletons), sorted.
+
+    A write into a large cluster asks this for every member (they are all its candidates):
+    the ids travel as one parameter (a JSON array on SQLite, an array on PostgreSQL) and only
+    the few that qualify come back, so the cost is one index probe per id inside the
+    database (an ``IN`` of thousands of bound values costs more to build than the query)."""
+    ids = sorted({int(i) for i in article_ids})
+    if not ids:
+        return []
+    if session.get_bind().dialect.name == "sqlite":
+        sql = (
+            "SELECT value FROM json_each(:ids) WHERE value NOT IN "
+            "(SELECT article_id FROM cluster_members WHERE model_version = :version "
+            "AND article_id IN (SELECT value FROM json_each(:ids))) ORDER BY value"
+        )
+        rows = session.execute(text(sql), {"ids": json.dumps(ids), "version": version})
+    else:
+        sql = (
+            "SELECT v FROM unnest(CAST(:ids AS BIGINT[])) AS v WHERE NOT EXISTS "
+            "(SELECT 1 FROM cluster_members m WHERE m.model_version = :version "
+            "AND m.article_id = v) ORDER BY v"
+        )
+        rows = session.execute(text(sql), {"ids": ids, "version": version})
+    return [int(r[0]) for r in rows]
+
+
+def _ids_query(
+    session: Session, head: str, version: int, article_ids: Sequence[int]
+) -> tuple[Any, Any]:
+    """``(statement, parameters)``: ``head`` FROM cluster_members for the rows of ``version``
+    of the given article ids, the ids as one parameter (see :func:`not_members`)."""
+    ids = sorted({int(i) for i in article_ids})
+    mine = "model_version = :version AND "
+    if session.get_bind().dialect.name == "sqlite":
+        where = mine + "article_id IN (SELECT value FROM json_each(:ids))"
+        params: dict[str, Any] = {"ids": json.dumps(ids), "version": version}
+    else:
+        where, params = mine + "article_id = ANY(:ids)", {"ids": ids, "version": version}
+    return text(f"{head} FROM cluster_members WHERE {where}"), params
+
+
+def replace_member_rows(
     *, session: Session, version: int, article_ids: Sequence[int], rows: Sequence[MemberRow]
 ) -> None:
-    """Delete the rows of ``version`` of ``article_ids`` (as members or canonicals), then
-    insert ``rows`` under it."""
-    ids = list(article_ids)
-    for chunk in in_chunks(ids):
+    """Delete the member rows of ``version`` of ``article_ids`` (rows pointing at them as
+    canonical stay), then insert ``rows`` under it."""
+    for chunk in in_chunks(list(article_ids)):
         session.execute(
             delete(ClusterMember).where(
-                ClusterMember.model_version == version,
-                or_(ClusterMember.article_id.in_(chunk), ClusterMember.canonical_id.in_(chunk)),
+                ClusterMember.model_version == version, ClusterMember.article_id.in_(chunk)
             )
         )
     insert_rows(session=session, version=version, rows=rows)
@@ -123,6 +159,19 @@ def published(*, session: Session, article_ids: Sequence[int]) -> dict[int, date
     return out
 
 
+def live_published(*, session: Session, article_ids: Sequence[int]) -> dict[int, datetime | None]:
+    """``published_at`` of those of the given articles that are not deleted."""
+    out: dict[int, datetime | None] = {}
+    for chunk in in_chunks(list(article_ids)):
+        rows = session.execute(
+            select(Article.id, Article.published_at).where(
+                Article.id.in_(chunk), Article.deleted_at.is_(None)
+            )
+        )
+        out.update({r.id: r.published_at for r in rows})
+    return out
+
+
 def canonical_of(*, session: Session, article_id: int) -> MemberRow | None:
     """The row of ``article_id`` if it is a member (None: a canonical or a singleton)."""
     row = session.scalars(
@@ -161,6 +210,19 @@ def _clusters_statement() -> CompoundSelect[*tuple[Any, ...]]:
         .distinct()
     )
     return union_all(members, heads)
+
+
+def members_of_all(*, session: Session, version: int, canonical_ids: Sequence[int]) -> list[int]:
+    """Member ids under ``version`` of the given canonicals, one read per ``IN_CHUNK``."""
+    out: list[int] = []
+    for chunk in in_chunks(sorted(set(canonical_ids))):
+        rows = session.execute(
+            select(ClusterMember.article_id).where(
+                ClusterMember.model_version == version, ClusterMember.canonical_id.in_(chunk)
+            )
+        )
+        out += [int(r[0]) for r in rows]
+    return out
 
 
 def members_of(*, session: Session, canonical_id: int) -> list[MemberRow]:

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 SHINGLE_CHARS = 5
-_NOT_WORD = re.compile(r"[\W_]+")  # whitespace, punctuation, symbols
+NOT_WORD = re.compile(r"[\W_]+")  # whitespace, punctuation, symbols
 _BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplication is a bijection mod 2^64
 
 Shingles = npt.NDArray[np.uint64]
@@ -45,7 +45,7 @@ def shingles(text: str, n: int = SHINGLE_CHARS) -> Shingles:
     """
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
-    s = _NOT_WORD.sub("", text)
+    s = NOT_WORD.sub("", text)
     if not s:
         return EMPTY
     points = np.frombuffer(s.encode("utf-32-le"), dtype="<u4").astype(np.uint64)

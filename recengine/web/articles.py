@@ -107,7 +107,7 @@ def duplicates(article_id: str) -> DuplicatesOut:
         session=session(),
         external_id=article_id,
         criterion=services().criterion,
-        text=services().text,
+        compared=services().compared,
     )
     return DuplicatesOut.model_validate(found.as_dict())
 

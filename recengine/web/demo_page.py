@@ -104,7 +104,7 @@ def _editor_view(current: Session, article: Article) -> EditorView:
         session=current,
         external_id=article.external_id,
         criterion=services().criterion,
-        text=services().text,
+        compared=services().compared,
     )
     return EditorView(suppressed, dropped, cluster if cluster.duplicates else None, missing)
 

@@ -160,12 +160,18 @@ class Duplicate(_Out):
     id: str
     canonical: bool = Field(description="Whether it is the cluster's canonical article.")
     distance: int = Field(description="Hamming distance of its fingerprint to the article's.")
-    resemblance: float = Field(
-        description="Jaccard index of the two texts' character shingles (the verification)."
-    )
+    resemblance: float = Field(description="Jaccard index of the two texts' character shingles.")
     cosine: float = Field(description="Cosine of the two TF-IDF vectors.")
     shared_terms: list[str] = Field(description="The terms contributing most to that cosine.")
     distance_to_canonical: int = Field(description="As stored in the cluster (0: canonical).")
+    rule: str = Field(
+        description='The rule of the criterion that matched: "resemblance" or "containment" '
+        '("" when the pair no longer meets it).'
+    )
+    containment: float = Field(
+        description="Share of the smaller text's shingles inside the larger text."
+    )
+    coverage: float = Field(description="Share of the larger text's shingles the smaller covers.")
 
 
 class DuplicatesOut(_Out):

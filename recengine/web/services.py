@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
 from recengine.features.neardup import NearDupCriterion
-from recengine.pipeline.featurize import Featurizer, text_of
+from recengine.pipeline.featurize import Featurizer, compared_of
 from recengine.pipeline.feedback import FeedbackCounter
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.parallel import AnalysisPool
@@ -27,6 +27,7 @@ from recengine.recommend.live import LiveIndex
 from recengine.recommend.overrides import Overrides
 from recengine.recommend.ranking import Variants
 from recengine.recommend.related import RelatedArticles
+from recengine.text.compare import Compared
 from recengine.text.tokenize import Tokenizer
 from recengine.web.schemas import Models
 
@@ -96,9 +97,9 @@ class Services:
                     self._ingester = Ingester(self.factory, featurizer, pool=pool)
         return self._ingester
 
-    def text(self, title: str, content: str) -> str:
-        """``(title, content) -> text`` as features see it (no tokenizer needed)."""
-        return text_of(title, content, self.settings.features.strip_boilerplate)
+    def compared(self, title: str, content: str) -> Compared:
+        """What the near-duplicate decision compares of an article (no tokenizer needed)."""
+        return compared_of(title, content, self.settings.features.strip_boilerplate)
 
 
 def package_version() -> str:

@@ -49,6 +49,8 @@ def test_a_repost_joins_the_cluster_of_the_original(
         and copy["resemblance"] > 0.5
         and copy["cosine"] > 0.9
         and copy["shared_terms"]
+        and copy["rule"] == "resemblance"
+        and copy["containment"] >= copy["coverage"] > 0.5
     )
     other = client.get("/api/v1/articles/copy/duplicates").get_json()
     assert other["canonical"] == original

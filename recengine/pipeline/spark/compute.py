@@ -20,7 +20,6 @@ from recengine.pipeline.featurize import Featurizer, TextStats
 from recengine.pipeline.spark.source import Row3, worker_factory
 from recengine.storage.db import transaction
 from recengine.storage.features import replace_features
-from recengine.text.shingles import shingles
 
 _featurizers: dict[str, Featurizer] = {}
 _models: dict[str, IdfModel] = {}
@@ -43,12 +42,12 @@ def analyze_partition(blob: str, rows: Iterable[Row3]) -> Iterator[tuple[int, Te
         yield article_id, featurizer.analyze(title, content)
 
 
-def shingles_partition(blob: str, rows: Iterable[Row3]) -> Iterator[tuple[int, bytes]]:
-    """``(id, shingle hashes as bytes)`` of each article's text, as the local engine sees it
-    (``Featurizer.text`` then ``text.shingles``)."""
+def compared_partition(blob: str, rows: Iterable[Row3]) -> Iterator[tuple[int, bytes]]:
+    """``(id, Compared bytes)`` of each article, what the local engine's near-duplicate
+    decision compares of it (``Featurizer.compared``)."""
     featurizer = worker_featurizer(blob)
     for article_id, title, content in rows:
-        yield article_id, shingles(featurizer.text(title, content)).tobytes()
+        yield article_id, featurizer.compared(title, content).to_bytes()
 
 
 def partition_df(stats: Iterable[tuple[int, TextStats]]) -> Iterator[tuple[str, int]]:

@@ -159,7 +159,7 @@ def _fit_and_write(
         edges = verified_edges(
             features,
             lambda wanted: rows.filter(lambda r: r[0] in wanted.value).mapPartitions(
-                lambda part: compute.shingles_partition(blob, part)
+                lambda part: compute.compared_partition(blob, part)
             ),
             NearDupCriterion.from_settings(settings),
             partitions,

@@ -37,6 +37,7 @@ from recengine.features.neardup import NearDupCriterion
 from recengine.features.simhash import hamming_many
 from recengine.features.tfidf import SparseVector
 from recengine.pipeline.clustering import Edge
+from recengine.text.compare import Compared
 
 Pair = tuple[int, int, int]  # (smaller id, larger id, distance)
 
@@ -116,24 +117,24 @@ def near_duplicate_pairs(fingerprints: object, k: int, partitions: int) -> objec
 
 
 def verify_partition(
-    k: int, min_cosine: float, min_resemblance: float, rows: Iterable[tuple[int, Any]]
+    params: tuple[int, float, float, float, float, int, float], rows: Iterable[tuple[int, Any]]
 ) -> Iterator[tuple[int, int, int, float]]:
     """Candidate pairs joined with both articles' features -> verified edges.
 
     Each row is ``(b, ((a, b, distance, info_a), info_b))`` where an article's ``info`` is
-    ``((fingerprint, vector bytes), shingle bytes)``; the verdict is
-    :meth:`NearDupCriterion.judge`, the local engine's own, on the texts' shingles (as the local
-    engine's clusters use them).
+    ``((fingerprint, vector bytes), Compared bytes)``; the verdict is
+    :meth:`NearDupCriterion.judge` (built from ``params``, ``NearDupCriterion.params``), the
+    local engine's own, on what it compares of the texts.
     """
-    criterion = NearDupCriterion(k, min_cosine, min_resemblance)
+    criterion = NearDupCriterion(*params)
     for _, ((a, b, _d, ((fp_a, vec_a), sh_a)), ((fp_b, vec_b), sh_b)) in rows:
         verdict = criterion.judge(
             fp_a,
             SparseVector.from_bytes(vec_a),
             fp_b,
             SparseVector.from_bytes(vec_b),
-            np.frombuffer(sh_a, dtype=np.uint64),
-            np.frombuffer(sh_b, dtype=np.uint64),
+            Compared.from_bytes(sh_a),
+            Compared.from_bytes(sh_b),
         )
         if verdict.duplicate:
             yield a, b, verdict.distance, verdict.score
@@ -149,8 +150,8 @@ def verified_edges(
 
     Args:
         features: RDD of ``(id, fingerprint, vector bytes, n_tokens)``.
-        shingles_of: given a broadcast set of article ids, an RDD of ``(id, shingle bytes)``
-            for those articles (their texts' shingles, computed on the executors).
+        shingles_of: given a broadcast set of article ids, an RDD of ``(id, Compared bytes)``
+            for those articles (what the decision compares, computed on the executors).
         criterion: the local engine's criterion (radius and thresholds).
         partitions: shuffle partitions.
 
@@ -171,8 +172,8 @@ def verified_edges(
         with_a = pairs.map(lambda p: (p[0], p)).join(info, partitions)
         keyed_b = with_a.map(lambda kv: (kv[1][0][1], (*kv[1][0], kv[1][1])))
         both = keyed_b.join(info, partitions)
-        k, cos, res = criterion.k, criterion.min_cosine, criterion.min_resemblance
-        edges = both.mapPartitions(lambda rows: verify_partition(k, cos, res, rows)).collect()
+        params = criterion.params()
+        edges = both.mapPartitions(lambda rows: verify_partition(params, rows)).collect()
         wanted.destroy()
     finally:
         pairs.unpersist()

@@ -1,0 +1,93 @@
+"""What the near-duplicate decision compares of one article: a pure function of its clean text.
+
+``compared(title, body)`` takes the clean title and the clean body (boilerplate already
+stripped: ``pipeline.featurize.text_of`` does both) and returns
+
+* ``shingles``: the 5-character shingles (:mod:`recengine.text.shingles`) of the title and the
+  body *without quoted reply text* (:mod:`recengine.text.quotes`): what resemblance and
+  containment are computed on;
+* ``title``: the title's shingles alone, and ``body_chars``: how many word characters the body
+  has left: the junk rule of :mod:`recengine.features.neardup` needs them (a page whose body is
+  near-empty or site chrome is only the same article as a page with the same title);
+* ``passages``: the candidate hashes of the same text (:mod:`recengine.text.passages`).
+
+Everything here depends on the text only (no corpus statistics), so every process, the
+ingest, the reindex workers and the Spark executors compute the same values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from recengine.text.passages import Passages, passages
+from recengine.text.quotes import unquoted
+from recengine.text.shingles import EMPTY, NOT_WORD, Shingles, shingles
+
+
+@dataclass(frozen=True)
+class Compared:
+    """An article as the near-duplicate decision sees it (see the module docstring).
+
+    Attributes:
+        shingles: ``uint64 (n,)`` sorted distinct shingle hashes of title + unquoted body.
+        title: ``uint64 (t,)`` shingle hashes of the title.
+        body_chars: word characters of the unquoted body.
+        passages: ``uint64 (<= 8,)`` passage hashes of title + unquoted body.
+    """
+
+    shingles: Shingles
+    title: Shingles
+    body_chars: int
+    passages: Passages
+
+    @classmethod
+    def of_text(cls, text: str) -> Compared:
+        """From a text without a separate title (the whole text is body)."""
+        return compared("", text)
+
+    def to_bytes(self) -> bytes:
+        """Four little-endian uint64 (shingles, title shingles, body chars, passages), then
+        the three arrays: what the Spark engine ships between executors."""
+        head = np.array(
+            [len(self.shingles), len(self.title), self.body_chars, len(self.passages)], "<u8"
+        )
+        parts = (head, self.shingles, self.title, self.passages)
+        return b"".join(np.asarray(p, "<u8").tobytes() for p in parts)
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> Compared:
+        """The inverse of :meth:`to_bytes`."""
+        values = np.frombuffer(blob, dtype="<u8").astype(np.uint64)
+        n, t, chars, p = (int(v) for v in values[:4])
+        if len(values) != 4 + n + t + p:
+            raise ValueError(f"corrupt Compared bytes: {len(values)} values for {n}+{t}+{p}")
+        return cls(values[4 : 4 + n], values[4 + n : 4 + n + t], chars, values[4 + n + t :])
+
+
+NOTHING = Compared(EMPTY, EMPTY, 0, np.zeros(0, dtype=np.uint64))
+
+
+def comparable_text(title: str, body: str) -> str:
+    """The clean title, a line break, the body without quoted reply text."""
+    return title + "\n" + unquoted(body)
+
+
+def compared(title: str, body: str) -> Compared:
+    """:class:`Compared` of a clean title and a clean (boilerplate-stripped) body.
+
+    Example:
+        >>> a = compared("标题", "正文第一句。\\n> 被引用的别人的话")
+        >>> b = compared("标题", "正文第一句。")
+        >>> bool((a.shingles == b.shingles).all()), a.body_chars
+        (True, 5)
+    """
+    body = unquoted(body)
+    text = title + "\n" + body
+    return Compared(
+        shingles=shingles(text),
+        title=shingles(title),
+        body_chars=len(NOT_WORD.sub("", body)),
+        passages=passages(text),
+    )

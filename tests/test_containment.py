@@ -1,0 +1,144 @@
+"""The containment-aware verification on real text: symmetric, an excerpt or a digest joins its
+source, a short quote or a reply that quotes a post does not, junk pages with other titles do
+not pair up."""
+
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recengine.features.neardup import NearDupCriterion, Verdict
+from recengine.features.tfidf import EMPTY_VECTOR
+from recengine.pipeline.featurize import compared_of
+from recengine.text.clean import clean
+from recengine.text.quotes import unquoted
+from tests.factories import javaguide_records
+
+CRITERION = NearDupCriterion(k=8, min_cosine=0.93)
+_SENTENCE = re.compile(r"[^。！？!?\n]*(?:[。！？!?]+|\n|$)")
+
+
+def judge(a: tuple[str, str], b: tuple[str, str]) -> Verdict:
+    return CRITERION.judge(0, EMPTY_VECTOR, 0, EMPTY_VECTOR, compared_of(*a), compared_of(*b))
+
+
+@pytest.fixture(scope="module")
+def articles(data_dir: Path) -> list[tuple[str, str]]:
+    records = javaguide_records(data_dir, 120)
+    out = [(r["title"], clean(r["content"])) for r in records]
+    return [a for a in out if 3_000 <= len(a[1]) <= 20_000][:30]
+
+
+def sentences(text: str) -> list[str]:
+    return [s for s in _SENTENCE.findall(text) if s.strip()]
+
+
+def test_an_excerpt_joins_its_source(articles: list[tuple[str, str]]) -> None:
+    for title, body in articles:
+        parts = sentences(body)
+        excerpt = "".join(parts[: len(parts) * 6 // 10]) + "\n……阅读全文"
+        verdict = judge((title, body), (title, excerpt))
+        assert verdict.duplicate and verdict.rule in ("containment", "resemblance"), verdict
+        assert verdict.containment is not None and verdict.containment > 0.9
+
+
+def test_a_digest_joins_the_post_it_carries(articles: list[tuple[str, str]]) -> None:
+    for (title, body), (_, other) in pairwise(articles):
+        piece = other[: len(body) // 3]
+        verdict = judge((title, body), (title, body + "\n相关阅读\n" + piece))
+        assert verdict.duplicate, verdict
+
+
+def test_a_short_quote_in_a_long_article_is_not_a_duplicate(
+    articles: list[tuple[str, str]],
+) -> None:
+    for (title, body), (other_title, other) in pairwise(articles):
+        short = "".join(sentences(other)[:4])
+        assert len(short) < len(body) / 5
+        host = (
+            body[: len(body) // 2]
+            + f"\n正如《{other_title}》一文所说：“"
+            + short
+            + "”\n"
+            + body[len(body) // 2 :]
+        )
+        verdict = judge((other_title, short), (title, host))
+        assert not verdict.duplicate and verdict.containment is not None
+        assert verdict.containment > 0.8 > 0.35 > (verdict.coverage or 0.0), verdict
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["甲乙丙丁戊己", "数据库索引", "查询优化器", "事务隔离级别", "。"]),
+        max_size=40,
+    ),
+    st.lists(
+        st.sampled_from(["甲乙丙丁戊己", "缓存穿透", "查询优化器", "主从复制", "。"]), max_size=40
+    ),
+    st.text(max_size=12),
+    st.text(max_size=12),
+)
+def test_the_decision_is_symmetric(a: list[str], b: list[str], ta: str, tb: str) -> None:
+    x, y = (ta, "".join(a)), (tb, "".join(b))
+    one, two = judge(x, y), judge(y, x)
+    assert (one.duplicate, one.rule, one.score) == (two.duplicate, two.rule, two.score)
+    assert (one.resemblance, one.containment, one.coverage) == (
+        two.resemblance,
+        two.containment,
+        two.coverage,
+    )
+
+
+def test_junk_pages_with_other_titles_do_not_pair_up() -> None:
+    chrome = (
+        "特别声明:以上文章内容仅代表作者本人观点,不代表新浪看点观点或立场。如有关于作品内容请联系。"
+    )
+    assert not judge(
+        ("根雕店失火现场火光冲天", chrome), ("热车大盘点,福克斯限量版", chrome)
+    ).duplicate
+    assert judge(("根雕店失火现场火光冲天", chrome), ("根雕店失火现场火光冲天!", chrome)).duplicate
+    assert not judge(("标题甲", ""), ("完全不同的标题", "")).duplicate
+
+
+# Quoting conventions of mail and Usenet (RFC 3676 ">"), top-posting clients, BBCode, SMTH.
+_REPLIES = (
+    "{new}\n\nOn Tue, 3 Mar 2009 at 10:12, Ann Lee <ann@example.org> wrote:\n{quoted}",
+    "{new}\nIn article <1234@news.example.org>, ann@example.org writes:\n{quoted}",
+    "{new}\n\n-----Original Message-----\nFrom: Ann\nSubject: Re: post\n\n{plain}",
+    "[quote=Ann]{plain}[/quote]\n{new}",
+    "{new}\n【 在 ann 的大作中提到: 】\n{smth}",
+    "{quoted}\n{new}",
+)
+
+
+@pytest.mark.parametrize("template", _REPLIES)
+def test_a_reply_is_not_the_post_it_quotes(articles: list[tuple[str, str]], template: str) -> None:
+    for (title, body), (_, other) in pairwise(articles[:11]):
+        post = "\n".join(sentences(body)[:40])
+        # the reply's own text: a few sentences (Markdown "> " notes of the source unmarked)
+        new = "".join(s.lstrip("> ") for s in sentences(other)[:3])
+        reply = template.format(
+            new=new,
+            quoted="\n".join("> " + line for line in post.split("\n")),
+            plain=post,
+            smth="\n".join(": " + line for line in post.split("\n")),
+        )
+        assert new[:20] in unquoted(reply) and post[:20] not in unquoted(reply)
+        assert not judge((title, post), ("Re: " + title, reply)).duplicate
+        # the same reply reposted (its own text and quote kept) is still its duplicate
+        assert judge(("Re: " + title, reply), ("Re: " + title, reply + "\n")).duplicate
+
+
+def test_a_digest_that_carries_a_post_unquoted_is_still_its_duplicate(
+    articles: list[tuple[str, str]],
+) -> None:
+    title, body = articles[0]
+    post = "\n".join(sentences(body)[:40])
+    digest = "本周精选\n" + post + "\n> 编者按：欢迎投稿"
+    assert judge((title, post), ("本周精选", digest)).duplicate
