@@ -1,8 +1,9 @@
 """A separate process holding one follower of a derived index kind, driven over a pipe.
 
 Used by ``tests/test_index_conformance.py``: two of these play two server processes. Each
-holds the follower of one kind (for the near-duplicate kind, the one its ingester's clusters
-use, so writes sync it inside their transactions) and runs the operations it is sent.
+holds the follower of one kind (for the near-duplicate candidate kinds, radius and passages,
+the one its ingester's clusters use, so writes sync it inside their transactions) and runs
+the operations it is sent.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def serve(conn: Connection, overrides: dict[str, Any], kind: str) -> None:
     factory = make_session_factory(engine)
     featurizer = Featurizer(settings)
     follower = followers(settings)[kind]
-    dedup = Deduplicator(settings, index=follower) if kind == "neardup" else Deduplicator(settings)
+    sources = {"neardup": "index", "passages": "passages"}  # the candidate indexes of clusters
+    dedup = Deduplicator(settings, **({sources[kind]: follower} if kind in sources else {}))
     ingester = Ingester(factory, featurizer, dedup=dedup)
 
     def sync() -> dict[str, bytes]:

@@ -34,6 +34,7 @@ from recengine.storage.features import load_model_payload
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 from recengine.storage.state import read_state
 from tests.factories import csl_records, javaguide_records, write_jsonl
+from tests.test_passage_candidates import partial_copies
 
 
 @pytest.fixture(scope="module")
@@ -116,15 +117,21 @@ def test_spark_and_local_engines_agree_on_real_articles(
     data_dir: Path,
 ) -> None:
     records = csl_records(data_dir) + javaguide_records(data_dir, 429)
-    Ingester(factory, featurizer).ingest_records(records + reposts(records))
+    # Excerpts and digests too: pairs that only the passage index finds.
+    partial = partial_copies(javaguide_records(data_dir, 40))
+    Ingester(factory, featurizer).ingest_records(records + reposts(records) + partial)
     reindex(factory=factory, featurizer=featurizer)
     local, local_clusters = engine_state(factory), clusters(factory)
-    assert len(local[2]) == 2429 + 300
+    assert len(local[2]) == 2429 + 300 + 40
     assert len({c for _, c, _, _ in local_clusters}) >= 250  # most reposts found
+    with factory() as session:
+        names = dict(session.execute(select(Article.id, Article.external_id)).all())
+    joined = {names[a] for a, _, _, _ in local_clusters}
+    assert sum(p["id"] in joined for p in partial) >= 35
     result = spark_reindex(
         spark=spark, factory=factory, featurizer=featurizer, url=settings.resolved_database_url
     )
-    assert (result.n_docs, result.n_terms) == (2729, len(local[0].df))
+    assert (result.n_docs, result.n_terms) == (2769, len(local[0].df))
     assert_same_results(local, engine_state(factory))
     assert clusters(factory) == local_clusters
 

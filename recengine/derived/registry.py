@@ -7,15 +7,17 @@ from typing import Any
 
 from recengine.config import Settings
 from recengine.derived.neardup import NearDupKind, neardup_follower
+from recengine.derived.passages import PassageKind, passage_follower
 from recengine.derived.related import RelatedKind, related_follower
 from recengine.index.follower import Follower
 
-KINDS = (NearDupKind.name, RelatedKind.name)
+KINDS = (NearDupKind.name, PassageKind.name, RelatedKind.name)
 
 
 def followers(settings: Settings, *, background: bool = False) -> dict[str, Follower[Any]]:
     """A new follower of each kind, by kind name (see :data:`KINDS`)."""
     return {
         NearDupKind.name: neardup_follower(settings),
+        PassageKind.name: passage_follower(settings),
         RelatedKind.name: related_follower(settings, background=background),
     }

@@ -81,6 +81,12 @@ class PassageIndex:
             return None
         return self._current[article_id, : self._count[article_id]].copy()
 
+    def arrays(self) -> tuple[IdArray, HashArray, npt.NDArray[np.int16]]:
+        """``(ids int64 (n,), rows uint64 (n, width), counts int16 (n,))`` of the live articles
+        by id: the whole state (:meth:`add_rows` of them gives an equal index)."""
+        live = np.flatnonzero(self._count >= 0).astype(np.int64)
+        return live, self._current[live].copy(), self._count[live].copy()
+
     def add(self, ids: Sequence[int] | IdArray, passages: Sequence[HashArray]) -> None:
         """Add (or replace) articles with their passage hashes (at most ``width`` each)."""
         id_arr = np.asarray(ids, dtype=np.int64).reshape(-1)

@@ -31,7 +31,7 @@ transaction only applies the last few changes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,10 +39,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
 from recengine.derived.neardup import neardup_follower
+from recengine.derived.passages import passage_follower
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import SparseVector
+from recengine.index.candidates import Candidates
 from recengine.index.follower import Follower
 from recengine.index.neardup import NearDupIndex
+from recengine.index.passages import PassageIndex
 from recengine.pipeline.clustering import Edge, Member, assign, leader_pass, rank_key
 from recengine.pipeline.featurize import compared_of
 from recengine.pipeline.leader import Rank, relink
@@ -73,32 +76,46 @@ class Deduplicator:
     """Cluster maintenance for one process (holds its synced index).
 
     Args:
-        settings: candidate radius, verification thresholds, index file.
-        index: a synced index to share (e.g. with the read API); built from settings if omitted.
+        settings: candidate radius, verification thresholds, index files.
+        index: a synced radius index to share; built from settings if omitted.
+        passages: a synced passage index to share (the second candidate source); likewise.
     """
 
-    def __init__(self, settings: Settings, index: Follower[NearDupIndex] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        index: Follower[NearDupIndex] | None = None,
+        passages: Follower[PassageIndex] | None = None,
+    ) -> None:
         self.criterion = NearDupCriterion.from_settings(settings)
         self.index = index or neardup_follower(settings)
+        self.passages = passages or passage_follower(settings)
         self.k = settings.features.hamming_k
         self.strip = settings.features.strip_boilerplate
 
     @contextmanager
     def pending(self) -> Iterator[None]:
         """Wrap a write transaction that calls :meth:`update` (see ``Follower.pending``)."""
-        with self.index.pending():
+        with ExitStack() as stack:
+            for follower in self._followers():
+                stack.enter_context(follower.pending())
             yield
 
     def prepare(self, factory: sessionmaker[Session]) -> None:
-        """Bring the index up to date in a read transaction of its own: call before a write
+        """Bring the indexes up to date in a read transaction of their own: call before a write
         transaction, so that a load or build after a model switch happens outside its lock."""
-        with index_rows(factory) as rows:
-            self.index.sync(rows)
+        for follower in self._followers():
+            with index_rows(factory) as rows:
+                follower.sync(rows)
 
-    def synced(self, session: Session) -> NearDupIndex:
-        """The index caught up with ``session``'s transaction (its own writes included)."""
-        held = self.index.sync(SqlIndexRows(session))
-        return NearDupIndex(self.k) if held is None else held.index
+    def synced(self, session: Session) -> Candidates:
+        """Both candidate indexes caught up with ``session``'s transaction (its own writes
+        included)."""
+        rows = SqlIndexRows(session)
+        near, passages = self.index.sync(rows), self.passages.sync(rows)
+        if near is None or passages is None:
+            return Candidates(NearDupIndex(self.k), PassageIndex())
+        return Candidates(near.index, passages.index)
 
     def update(self, session: Session, changed: Iterable[int]) -> int:
         """Re-decide what ``changed`` articles (new, edited or deleted) affect under the active
@@ -110,14 +127,14 @@ class Deduplicator:
         return self.update_version(session, seeds, version, self.synced(session))
 
     def update_version(
-        self, session: Session, changed: Iterable[int], version: int, index: NearDupIndex
+        self, session: Session, changed: Iterable[int], version: int, index: Candidates
     ) -> int:
         """Re-decide what ``changed`` articles affect under ``version``, with ``index`` (that
-        version's fingerprints); returns the rows written."""
+        version's candidate indexes); returns the rows written."""
         return self.plan_version(session, changed, version, index).write(session)
 
     def plan_version(
-        self, session: Session, changed: Iterable[int], version: int, index: NearDupIndex
+        self, session: Session, changed: Iterable[int], version: int, index: Candidates
     ) -> ClusterPlan:
         """What :meth:`update_version` would write, read in ``session`` and not written yet.
 
@@ -142,7 +159,7 @@ class Deduplicator:
         insert_rows(session=session, version=version, rows=members)
         return len(members)
 
-    def cluster_all(self, factory: sessionmaker[Session], version: int, index: NearDupIndex) -> int:
+    def cluster_all(self, factory: sessionmaker[Session], version: int, index: Candidates) -> int:
         """Every cluster of ``version`` from a full self-join of ``index``, read and written in
         short transactions (a reindex, before its switch: readers do not see the version yet).
 
@@ -162,8 +179,12 @@ class Deduplicator:
         return self._write_version(factory, version, members)
 
     def save(self) -> None:
-        """Write the index file (call after the transaction committed)."""
-        self.index.save()
+        """Write the index files (call after the transaction committed)."""
+        for follower in self._followers():
+            follower.save()
+
+    def _followers(self) -> tuple[Follower[NearDupIndex], Follower[PassageIndex]]:
+        return self.index, self.passages
 
     def _write_version(
         self, factory: sessionmaker[Session], version: int, members: Sequence[MemberRow]
@@ -179,7 +200,7 @@ class Deduplicator:
                 )
         return len(members)
 
-    def _leaders(self, reading: Reading, index: NearDupIndex, version: int) -> list[MemberRow]:
+    def _leaders(self, reading: Reading, index: Candidates, version: int) -> list[MemberRow]:
         """Every cluster of ``index`` by :func:`leader_pass` over its self-join's pairs."""
         pairs = index.pairs()
         ids = np.union1d(pairs.a, pairs.b).tolist()
@@ -239,7 +260,7 @@ class _SqlView:
     that version's index, for one write transaction (what it reads is cached for it)."""
 
     def __init__(
-        self, session: Session, index: NearDupIndex, version: int, dedup: Deduplicator
+        self, session: Session, index: Candidates, version: int, dedup: Deduplicator
     ) -> None:
         self.session, self.index, self.version, self.dedup = session, index, version, dedup
         self.loaded = _Loaded()
@@ -247,9 +268,7 @@ class _SqlView:
 
     def candidates(self, article_id: int) -> Sequence[int]:
         if article_id not in self.found:
-            fp = self.index.fingerprint(article_id)
-            hits = [] if fp is None else self.index.search(fp)[0].tolist()
-            self.found[article_id] = [h for h in hits if h != article_id]
+            self.found[article_id] = self.index.of(article_id).tolist()
         return self.found[article_id]
 
     def stored(self, article_ids: Sequence[int]) -> Mapping[int, int]:

@@ -22,9 +22,7 @@ from recengine.features.counts import TermCounts
 from recengine.features.fingerprint import batch_fingerprints, fingerprints
 from recengine.features.hashing import TermHasher
 from recengine.features.tfidf import IdfModel, TfidfVectorizer
-from recengine.text.boilerplate import strip_boilerplate
-from recengine.text.clean import clean
-from recengine.text.compare import Compared, compared
+from recengine.text.compare import Compared, clean_parts, compared
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 
 
@@ -84,15 +82,14 @@ def text_of(title: str, content: str, strip: bool = True) -> str:
         strip: remove repost boilerplate lines at the head and tail of the content
             (``features.strip_boilerplate``; see :mod:`recengine.text.boilerplate`).
     """
-    body = clean(content)
-    return clean(title) + "\n" + (strip_boilerplate(body) if strip else body)
+    clean_title, body = clean_parts(title, content, strip)
+    return clean_title + "\n" + body
 
 
 def compared_of(title: str, content: str, strip: bool = True) -> Compared:
     """What the near-duplicate decision compares of an article (``text.compare``): the clean
     title and the clean body of :func:`text_of`, quoted reply text removed."""
-    body = clean(content)
-    return compared(clean(title), strip_boilerplate(body) if strip else body)
+    return compared(*clean_parts(title, content, strip))
 
 
 def text_hash(text: str) -> str:

@@ -8,12 +8,15 @@ start. What happens next, in order (``switch_to``):
    read transaction, analysed outside any transaction, and their features written in a short
    write transaction (never a read then a write in one transaction: on SQLite a commit by
    another process in between fails the write with "database is locked");
-2. **derived indexes** of the new version (``derived.registry``: near-duplicates, related, ...)
+2. **derived indexes** of the new version (``derived.registry``: near-duplicates, passages,
+   related, ...)
    are built from SQL, as of the position the catch-up reached;
 3. **clusters** of the new version are computed and written under it, outside the lock
-   (``clusters(index, seq)``: the local engine's full recluster, or Spark's verified pairs);
+   (``clusters(candidates, seq)``: the local engine's full recluster, or Spark's verified
+   pairs);
 4. **rounds**: the articles changed since the last round get their features, their place in
-   the new version's near-duplicate index and their clusters, until a round finds only a few;
+   the new version's candidate indexes (radius and passages) and their clusters, until a
+   round finds only a few;
 5. **the switch**, one short transaction under the writers' lock (``state.begin_write``): the
    last few catch up, the active version changes, their clusters are updated. Its work is
    bounded by what was written during the last round, not by the corpus;
@@ -36,10 +39,11 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.derived.neardup import NearDupKind
+from recengine.derived.passages import PassageKind
 from recengine.derived.registry import followers
 from recengine.features.tfidf import IdfModel
+from recengine.index.candidates import Candidates
 from recengine.index.follower import Follower
-from recengine.index.neardup import NearDupIndex
 from recengine.pipeline.checkpoints import checkpoint
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer
@@ -52,8 +56,10 @@ from recengine.storage.state import begin_write, lock_writers, set_active_model
 SMALL_ROUND = 32  # articles: a round this small ends the rounds (the switch does the rest)
 MAX_ROUNDS = 20
 
-# (the new version's near-duplicate index as of seq, seq) -> its clusters written under it
-Clusters = Callable[[NearDupIndex, int], object]
+# (the new version's candidate indexes as of seq, seq) -> its clusters written under it
+Clusters = Callable[[Candidates, int], object]
+# The followers of the candidate sources (radius, passages), in that order.
+Sources = tuple[Follower[Any], Follower[Any]]
 
 
 @dataclass
@@ -83,9 +89,9 @@ def switch_to(switch: Switch, start_seq: int, clusters: Clusters) -> int:
         with index_rows(switch.factory) as rows:
             follower.sync(rows, version=switch.version)
         follower.rewind(seq)
-    near: Follower[NearDupIndex] = indexes[NearDupKind.name]
+    near: Sources = (indexes[NearDupKind.name], indexes[PassageKind.name])
     switch.progress.start("clusters", None)
-    clusters(_index(near), seq)
+    clusters(_candidates(near), seq)
     for _ in range(MAX_ROUNDS):
         seq, changed = _round(switch, near, seq)
         if changed <= SMALL_ROUND:
@@ -99,7 +105,7 @@ def switch_to(switch: Switch, start_seq: int, clusters: Clusters) -> int:
         _switch(switch, near, seq)
         checkpoint("switched")
         switch.progress.start("publish", None)
-        for name, follower in indexes.items():  # near-duplicates first: writers wait for it
+        for name, follower in indexes.items():  # candidates first: writers wait for them
             _publish(switch.factory, follower)
             held[name].close()
     return switch.caught_up
@@ -126,25 +132,26 @@ def _features(switch: Switch, rows: Any) -> list[Any]:
     return [(r.id, f) for r, f in zip(rows, computed, strict=True)]
 
 
-def _round(switch: Switch, near: Follower[NearDupIndex], seq: int) -> tuple[int, int]:
+def _round(switch: Switch, near: Sources, seq: int) -> tuple[int, int]:
     """One round outside the lock: what changed after ``seq`` gets its features, its place in
-    the near-duplicate index and its clusters. Returns ``(new seq, articles changed)``."""
+    the candidate indexes and its clusters. Returns ``(new seq, articles changed)``."""
     upto = _catch_up_outside(switch, seq)
     if upto == seq:
         return seq, 0
-    with index_rows(switch.factory) as rows:
-        near.sync(rows, version=switch.version)
-    near.rewind(upto)
+    for follower in near:
+        with index_rows(switch.factory) as rows:
+            follower.sync(rows, version=switch.version)
+        follower.rewind(upto)
     with transaction(switch.factory) as session:  # reading: no lock held meanwhile
         changed = ids_changed_between(session=session, after_seq=seq, upto_seq=upto)
-        plan = switch.dedup.plan_version(session, changed, switch.version, _index(near))
+        plan = switch.dedup.plan_version(session, changed, switch.version, _candidates(near))
     with transaction(switch.factory) as session:  # only this process writes the new version
         lock_writers(session=session)
         plan.write(session)
     return upto, len(changed)
 
 
-def _switch(switch: Switch, near: Follower[NearDupIndex], seq: int) -> None:
+def _switch(switch: Switch, near: Sources, seq: int) -> None:
     """The switch transaction, under the writers' lock: the last changes, then the switch."""
     with transaction(switch.factory) as session:
         state = begin_write(session=session)
@@ -154,11 +161,12 @@ def _switch(switch: Switch, near: Follower[NearDupIndex], seq: int) -> None:
             position = (rows[-1].seq, rows[-1].id)
             switch.caught_up += len(rows)
         set_active_model(session=session, version=switch.version)
-        held = near.sync(SqlIndexRows(session))  # the new version is active in this transaction
-        assert held is not None and held.version == switch.version
+        for follower in near:  # the new version is active in this transaction
+            held = follower.sync(SqlIndexRows(session))
+            assert held is not None and held.version == switch.version
         changed = ids_changed_between(session=session, after_seq=seq, upto_seq=state.seq)
         if changed:
-            switch.dedup.update_version(session, changed, switch.version, held.index)
+            switch.dedup.update_version(session, changed, switch.version, _candidates(near))
 
 
 def _publish(factory: sessionmaker[Session], follower: Follower[Any]) -> None:
@@ -167,6 +175,7 @@ def _publish(factory: sessionmaker[Session], follower: Follower[Any]) -> None:
     follower.save()
 
 
-def _index(follower: Follower[NearDupIndex]) -> NearDupIndex:
-    assert follower.held is not None
-    return follower.held.index
+def _candidates(near: Sources) -> Candidates:
+    radius, passages = near[0].held, near[1].held
+    assert radius is not None and passages is not None
+    return Candidates(radius.index, passages.index)

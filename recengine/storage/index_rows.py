@@ -14,7 +14,8 @@ its own on the same engine for builds (:meth:`SqlIndexRows.separately`).
   ``engine_state`` earlier misses nothing, even under PostgreSQL's per-statement snapshots.
 
 Which columns come back is the kind's choice (``fields``): the near-duplicate index reads
-16 bytes per article, not the vectors the related index needs.
+16 bytes per article, not the vectors the related index needs; the passage index reads the
+texts (its hashes are a function of them).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ COLUMNS: dict[str, Any] = {
     "published_at": Article.published_at,
     "category": Article.category,
     "tags": Article.tags,
+    "title": Article.title,
+    "content": Article.content,
 }
 
 

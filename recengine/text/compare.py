@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from recengine.text.boilerplate import strip_boilerplate
+from recengine.text.clean import clean
 from recengine.text.passages import Passages, passages
 from recengine.text.quotes import unquoted
 from recengine.text.shingles import EMPTY, NOT_WORD, Shingles, shingles
@@ -91,3 +93,16 @@ def compared(title: str, body: str) -> Compared:
         body_chars=len(NOT_WORD.sub("", body)),
         passages=passages(text),
     )
+
+
+def clean_parts(title: str, content: str, strip: bool = True) -> tuple[str, str]:
+    """The clean title and the clean body of a stored article (repost boilerplate removed when
+    ``strip``: ``features.strip_boilerplate``), as the decision and the passage index see them."""
+    body = clean(content)
+    return clean(title), strip_boilerplate(body) if strip else body
+
+
+def article_passages(title: str, content: str, strip: bool = True) -> Passages:
+    """``compared(*clean_parts(title, content, strip)).passages`` without the shingles the
+    decision needs: what the passage index stores of an article."""
+    return passages(comparable_text(*clean_parts(title, content, strip)))

@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import IdfModel
-from recengine.index.neardup import NearDupIndex
+from recengine.index.candidates import Candidates
 from recengine.pipeline.clustering import Edge
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer, model_params
@@ -163,6 +163,8 @@ def _fit_and_write(
             ),
             NearDupCriterion.from_settings(settings),
             partitions,
+            rows.mapPartitions(lambda part: compute.passages_partition(blob, part)),
+            settings.neardup.passage_stop_df,
         )
         features.unpersist()
         shared.destroy()
@@ -175,7 +177,7 @@ def spark_clusters(
     factory: sessionmaker[Session],
     dedup: Deduplicator,
     version: int,
-    index: NearDupIndex,
+    index: Candidates,
     edges: Sequence[Edge],
     changed_between: tuple[int, int],
     filled: Sequence[int],

@@ -116,6 +116,43 @@ def near_duplicate_pairs(fingerprints: object, k: int, partitions: int) -> objec
     return groups.flatMap(lambda kv: group_pairs(kv[0], kv[1], k, layout))
 
 
+def passage_pairs(passages: Any, stop_df: int, partitions: int) -> Any:
+    """An RDD of ``(id_a, id_b, 0)``, ``id_a < id_b``, for every pair sharing a passage hash
+    held by at most ``stop_df`` of the articles (the local ``index.passages.PassageIndex``'s
+    self-join: a hash held by more is a stop passage).
+
+    Args:
+        passages: an RDD of ``(article id, passage hashes)``, each id once.
+    """
+    keyed = passages.flatMap(lambda item: ((h, item[0]) for h in item[1]))
+    return keyed.groupByKey(partitions).flatMap(lambda kv: run_pairs(kv[1], stop_df))
+
+
+def run_pairs(members: Iterable[int], stop_df: int) -> Iterator[Pair]:
+    """Every pair of the articles holding one passage hash, unless they are more than
+    ``stop_df``."""
+    ids = sorted(set(members))
+    if not 2 <= len(ids) <= stop_df:
+        return
+    for j, a in enumerate(ids):
+        for b in ids[j + 1 :]:
+            yield a, b, 0
+
+
+def candidate_pairs(features: Any, passages: Any, k: int, stop_df: int, partitions: int) -> Any:
+    """Both candidate sources, each pair once: the block join within ``k`` of ``features``'
+    fingerprints, and the passage pairs of the articles with terms among ``passages`` (the
+    local engine indexes the same articles in both)."""
+    radius: Any = near_duplicate_pairs(features.map(lambda r: (r[0], r[1])), k, partitions)
+    if passages is None:
+        return radius
+    with_terms = features.filter(lambda r: r[3] > 0).map(lambda r: (r[0], None))
+    held = passages.join(with_terms, partitions).map(lambda kv: (kv[0], kv[1][0]))
+    both = radius.union(passage_pairs(held, stop_df, partitions))
+    keyed = both.map(lambda p: ((p[0], p[1]), p[2])).reduceByKey(max, partitions)
+    return keyed.map(lambda kv: (kv[0][0], kv[0][1], kv[1]))
+
+
 def verify_partition(
     params: tuple[int, float, float, float, float, int, float], rows: Iterable[tuple[int, Any]]
 ) -> Iterator[tuple[int, int, int, float]]:
@@ -145,6 +182,8 @@ def verified_edges(
     shingles_of: Callable[[Any], Any],
     criterion: NearDupCriterion,
     partitions: int,
+    passages: Any = None,
+    stop_df: int = 200,
 ) -> list[Edge]:
     """Every verified near-duplicate pair among ``features`` rows ``(id, fp, vector, n)``.
 
@@ -154,13 +193,16 @@ def verified_edges(
             for those articles (what the decision compares, computed on the executors).
         criterion: the local engine's criterion (radius and thresholds).
         partitions: shuffle partitions.
+        passages: RDD of ``(id, passage hashes)`` of every article (the second candidate
+            source, ``text.compare.article_passages``); None: the block join alone.
+        stop_df: ``neardup.passage_stop_df``.
 
-    Candidates come from the block join. Only articles in some candidate pair get their
-    shingles computed (their ids are broadcast, so no other text travels), and both articles'
-    fingerprints, vectors and shingles are joined to each candidate; the criterion runs on the
-    executors.
+    Candidates come from the block join and the passage join (:func:`candidate_pairs`). Only
+    articles in some candidate pair get their shingles computed (their ids are broadcast, so
+    no other text travels), and both articles' fingerprints, vectors and shingles are joined to
+    each candidate; the criterion runs on the executors.
     """
-    pairs: Any = near_duplicate_pairs(features.map(lambda r: (r[0], r[1])), criterion.k, partitions)
+    pairs: Any = candidate_pairs(features, passages, criterion.k, stop_df, partitions)
     pairs.persist()
     try:
         ids = pairs.flatMap(lambda p: (p[0], p[1])).distinct().collect()

@@ -1,0 +1,98 @@
+"""The passage index (the near-duplicate stage's second candidate source) as a kind the follower
+keeps in step with SQL.
+
+Rows: ``id``, ``title`` and ``content`` of every live article whose text has terms under the
+version (the same articles as the radius index, so the two sources cover one set). The kind
+computes each article's passage hashes from its text (``text.compare.article_passages``: clean,
+boilerplate stripped as ``features.strip_boilerplate`` says, quoted reply text removed): they are
+a pure function of the text, so nothing is stored in SQL for them and every process, given the
+same rows, holds the same index. The file holds ``ids int64 (n,)``, ``rows uint64 (n, 8)`` and
+``counts int16 (n,)`` (the passages of each live article), 74 bytes per article.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from recengine.config import Settings
+from recengine.derived.indexes import follower_options, index_directory
+from recengine.index.container import Arrays
+from recengine.index.follower import Follower
+from recengine.index.kind import I64, IndexKind
+from recengine.index.passages import PassageIndex
+from recengine.text.compare import article_passages
+from recengine.text.passages import PASSAGE_CHARS, PASSAGES_KEPT
+
+
+class PassageKind(IndexKind[PassageIndex]):
+    """Articles by passage hash (``index.passages.PassageIndex``).
+
+    Args:
+        stop_df: ``neardup.passage_stop_df`` (a hash held by more articles is ignored).
+        strip: ``features.strip_boilerplate``.
+    """
+
+    name: ClassVar[str] = "passages"
+    fields: ClassVar[tuple[str, ...]] = ("title", "content")
+    needs_terms: ClassVar[bool] = True
+
+    def __init__(self, stop_df: int, strip: bool) -> None:
+        self.stop_df, self.strip = stop_df, strip
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "stop_df": self.stop_df,
+            "strip_boilerplate": self.strip,
+            "chars": PASSAGE_CHARS,
+            "kept": PASSAGES_KEPT,
+        }
+
+    def build(self, pages: Iterable[Sequence[Any]]) -> PassageIndex:
+        index = PassageIndex(self.stop_df)
+        for rows in pages:
+            self.apply(index, np.zeros(0, np.int64), rows)
+        return index
+
+    def apply(self, index: PassageIndex, drops: I64, upserts: Sequence[Any]) -> PassageIndex:
+        index.remove(drops)
+        if upserts:
+            index.add(
+                np.fromiter((r.id for r in upserts), np.int64, len(upserts)),
+                [article_passages(r.title, r.content, self.strip) for r in upserts],
+            )
+        return index
+
+    def arrays(self, index: PassageIndex) -> Arrays:
+        ids, rows, counts = index.arrays()
+        return {"ids": ids, "rows": rows, "counts": counts}
+
+    def restore(self, arrays: Arrays) -> PassageIndex:
+        try:
+            ids, rows, counts = arrays["ids"], arrays["rows"], arrays["counts"]
+        except KeyError as exc:
+            raise ValueError(f"no {exc} array") from None
+        if ids.dtype != np.int64 or rows.dtype != np.uint64 or counts.dtype != np.int16:
+            raise ValueError(f"arrays of {ids.dtype} / {rows.dtype} / {counts.dtype}")
+        if rows.shape != (len(ids), PASSAGES_KEPT) or counts.shape != ids.shape:
+            raise ValueError(f"shapes {ids.shape} / {rows.shape} / {counts.shape} do not fit")
+        if len(counts) and (int(counts.min()) < 0 or int(counts.max()) > PASSAGES_KEPT):
+            raise ValueError("passage counts out of range")
+        index = PassageIndex(self.stop_df)
+        index.add_rows(np.array(ids), np.array(rows), np.array(counts))  # copies the mapping
+        return index
+
+    def size(self, index: PassageIndex) -> int:
+        return len(index)
+
+
+def passage_follower(settings: Settings) -> Follower[PassageIndex]:
+    """A process's passage index, following SQL; saved every ``index.save_after`` changes."""
+    return Follower(
+        PassageKind(settings.neardup.passage_stop_df, settings.features.strip_boilerplate),
+        index_directory(settings, PassageKind.name),
+        save_after=settings.index.save_after,
+        **follower_options(settings),
+    )

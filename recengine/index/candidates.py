@@ -1,0 +1,82 @@
+"""The near-duplicate stage's candidates: the simhash radius index and the passage index together.
+
+Two sources, one answer (issue 12): the radius search (``index.neardup``) is the fast path for
+whole-article reposts; the passage index (``index.passages``) finds the partial copies the
+radius misses (an excerpt or a digest lies 10-16 bits from its source). An article's
+candidates are the union of both; the self-join is the union of both self-joins. Verification
+(``features.neardup``) decides every candidate the same way whichever source found it, so the
+clusters do not depend on which source found a pair.
+
+Array contracts: ids ``int64``; :class:`~recengine.index.neardup.Pairs` as there (``a < b``,
+sorted, once each; the distances of pairs only the passages found are the fingerprints'
+Hamming distance too).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from recengine.index.neardup import IdArray, NearDupIndex, Pairs
+from recengine.index.passages import PassageIndex
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Both candidate sources of one model version (``passages`` None: the radius alone)."""
+
+    radius: NearDupIndex
+    passages: PassageIndex | None = None
+
+    def __contains__(self, article_id: int) -> bool:
+        return article_id in self.radius
+
+    def fingerprint(self, article_id: int) -> int | None:
+        return self.radius.fingerprint(article_id)
+
+    def of(self, article_id: int) -> IdArray:
+        """Sorted distinct stored ids that are candidates of a stored article (not itself)."""
+        fp = self.radius.fingerprint(article_id)
+        if fp is None:
+            return np.zeros(0, np.int64)
+        found = [self.radius.search(fp)[0]]
+        held = None if self.passages is None else self.passages.passages(article_id)
+        if held is not None and len(held) and self.passages is not None:
+            found.append(self.passages.query(held))
+        out = np.unique(np.concatenate(found))
+        in_radius = np.fromiter((int(i) in self.radius for i in out), bool, len(out))
+        kept: IdArray = out[(out != article_id) & in_radius]
+        return kept
+
+    def of_radius(self, article_id: int) -> IdArray:
+        """The radius search's candidates alone (a stored article's, without itself)."""
+        fp = self.radius.fingerprint(article_id)
+        hits = np.zeros(0, np.int64) if fp is None else np.sort(self.radius.search(fp)[0])
+        kept: IdArray = hits[hits != article_id]
+        return kept
+
+    def pairs(self) -> Pairs:
+        """Self-join: every unordered pair of stored ids either source yields, once."""
+        near = self.radius.pairs()
+        if self.passages is None:
+            return near
+        more = self.passages.pairs()
+        a, b = np.concatenate([near.a, more.a]), np.concatenate([near.b, more.b])
+        both = np.isin(a, self._ids()) & np.isin(b, self._ids())
+        key = np.unique(np.stack([a[both], b[both]], axis=1), axis=0).reshape(-1, 2)
+        a, b = key[:, 0].copy(), key[:, 1].copy()
+        fps = self._fingerprints()
+        dist = np.bitwise_count(fps[a] ^ fps[b]).astype(np.uint8)
+        return Pairs(a, b, dist)
+
+    def _ids(self) -> IdArray:
+        return self.radius.arrays()[0]
+
+    def _fingerprints(self) -> npt.NDArray[np.uint64]:
+        """Fingerprints by id (a dense array: ids are SQL keys)."""
+        ids, fps = self.radius.arrays()
+        dense = np.zeros(int(ids.max()) + 1 if len(ids) else 0, np.uint64)
+        dense[ids] = fps
+        return dense
