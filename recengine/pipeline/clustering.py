@@ -46,16 +46,18 @@ class Member:
     canonical_id: int
     distance: int
     score: float
+    rule: str = ""  # the criterion's rule that joined it (features.neardup.Verdict.rule)
 
 
 @dataclass(frozen=True)
 class Edge:
-    """A verified near-duplicate pair."""
+    """A verified near-duplicate pair: distance, the figure and name of the rule that matched."""
 
     a: int
     b: int
     distance: int
     score: float
+    rule: str = ""
 
 
 def rank_key(article_id: int, published_at: datetime | None) -> tuple[int, float, int]:
@@ -93,7 +95,7 @@ def assign(ranks: Mapping[int, tuple[int, float, int]], edges: Sequence[Edge]) -
             continue
         e = best[1]
         head = e.b if e.a == node else e.a
-        members.append(Member(node, head, e.distance, e.score))
+        members.append(Member(node, head, e.distance, e.score, e.rule))
     members.sort(key=lambda m: m.article_id)
     return members
 
@@ -153,7 +155,7 @@ def _lead(
     for c in sorted((c for c in before if c in canonical), key=ranks.__getitem__):
         edge = verify(node, c)
         if edge is not None:
-            return Member(node, c, edge.distance, edge.score)
+            return Member(node, c, edge.distance, edge.score, edge.rule)
     return None
 
 
@@ -172,7 +174,7 @@ def verify_pairs(
         sx, sy = (texts[x], texts[y]) if texts is not None else (None, None)
         verdict = criterion.judge(fingerprints[x], vectors[x], fingerprints[y], vectors[y], sx, sy)
         if verdict.duplicate:
-            edges.append(Edge(x, y, verdict.distance, verdict.score))
+            edges.append(Edge(x, y, verdict.distance, verdict.score, verdict.rule))
     return edges
 
 

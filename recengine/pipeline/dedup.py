@@ -221,7 +221,7 @@ class Deduplicator:
         if x not in fps or c not in fps:
             return None
         v = self.criterion.judge(fps[x], vectors[x], fps[c], vectors[c], texts[x], texts[c])
-        return Edge(min(x, c), max(x, c), v.distance, v.score) if v.duplicate else None
+        return Edge(min(x, c), max(x, c), v.distance, v.score, v.rule) if v.duplicate else None
 
     def _load(self, session: Session, version: int, ids: set[int], loaded: _Loaded) -> None:
         """Add the fingerprints, vectors and compared texts of those of ``ids`` not in
@@ -316,4 +316,4 @@ class _Loaded:
 
 
 def _row(m: Member) -> MemberRow:
-    return MemberRow(m.article_id, m.canonical_id, m.distance, m.score)
+    return MemberRow(m.article_id, m.canonical_id, m.distance, m.score, m.rule or None)

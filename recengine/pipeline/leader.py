@@ -157,7 +157,7 @@ def _decide(state: _State, x: int) -> Member | None:
     for _, c in earlier:
         edge = state.view.verify(x, c)
         if edge is not None:
-            return Member(x, c, edge.distance, edge.score)
+            return Member(x, c, edge.distance, edge.score, edge.rule)
     return None
 
 

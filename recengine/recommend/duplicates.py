@@ -20,7 +20,7 @@ from recengine.errors import NotFound
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import SparseVector
 from recengine.storage.articles import get_article
-from recengine.storage.clusters import canonical_of, iter_members, members_of
+from recengine.storage.clusters import MemberRow, canonical_of, iter_members, members_of
 from recengine.storage.features import features_of
 from recengine.storage.models import Article
 from recengine.storage.state import read_state
@@ -43,6 +43,9 @@ class Duplicate:
         cosine: cosine of the two TF-IDF vectors.
         shared_terms: the terms contributing most to that cosine.
         distance_to_canonical: as stored in the cluster (0 for the canonical itself).
+        joined_by: the rule that joined it to its canonical when the cluster was formed, with
+            its figure (``joined_score``): ``"resemblance"`` / ``"containment"``; ``""`` for
+            the canonical itself and for rows stored before the rule was kept.
     """
 
     id: str
@@ -55,6 +58,8 @@ class Duplicate:
     rule: str
     containment: float
     coverage: float
+    joined_by: str = ""
+    joined_score: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "shared_terms": list(self.shared_terms)}
@@ -101,6 +106,7 @@ def duplicates_of(
     row = canonical_of(session=session, article_id=article.id)
     head = row.canonical_id if row else article.id
     rows = members_of(session=session, canonical_id=head)
+    stored = {r.article_id: r for r in rows}
     cluster = {head: 0, **{r.article_id: r.distance for r in rows}}
     cluster.pop(article.id)
     version = read_state(session=session).active_model_version
@@ -131,6 +137,7 @@ def duplicates_of(
                 verdict.rule,
                 round(verdict.containment or 0.0, 4),
                 round(verdict.coverage or 0.0, 4),
+                *_joined(stored.get(other)),
             )
         )
     out.sort(key=lambda d: (not d.canonical, d.distance, d.id))
@@ -139,19 +146,32 @@ def duplicates_of(
 
 def clusters(*, session: Session) -> Iterator[dict[str, Any]]:
     """Every cluster of two or more: ``{"canonical": id, "members": [{"id", "distance",
-    "score"}, ...]}``, members by distance to the canonical, then id."""
+    "score", "rule"}, ...]}``, members by distance to the canonical, then id (``rule``: the
+    rule that joined the member, ``score`` its figure; ``""`` in rows older than the rule)."""
     current: dict[str, Any] | None = None
     for page in iter_members(session=session):
-        for canonical, member, distance, score in page:
+        for canonical, member, distance, score, rule in page:
             if current is None or current["canonical"] != canonical:
                 if current is not None:
                     yield _sorted(current)
                 current = {"canonical": canonical, "members": []}
             current["members"].append(
-                {"id": member, "distance": distance, "score": round(score or 0.0, 4)}
+                {
+                    "id": member,
+                    "distance": distance,
+                    "score": round(score or 0.0, 4),
+                    "rule": rule or "",
+                }
             )
     if current is not None:
         yield _sorted(current)
+
+
+def _joined(row: MemberRow | None) -> tuple[str, float]:
+    """``(rule, figure)`` with which a stored member joined its canonical."""
+    if row is None or not row.rule:
+        return "", 0.0
+    return row.rule, round(row.score or 0.0, 4)
 
 
 def _sorted(cluster: dict[str, Any]) -> dict[str, Any]:

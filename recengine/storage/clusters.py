@@ -41,6 +41,7 @@ class MemberRow:
     canonical_id: int
     distance: int
     score: float | None
+    rule: str | None = None  # "resemblance" / "containment"; None: written before it was kept
 
 
 def active_rows() -> ColumnElement[bool]:
@@ -179,7 +180,7 @@ def canonical_of(*, session: Session, article_id: int) -> MemberRow | None:
     ).one_or_none()
     if row is None:
         return None
-    return MemberRow(row.article_id, row.canonical_id, row.distance, row.score)
+    return MemberRow(row.article_id, row.canonical_id, row.distance, row.score, row.rule)
 
 
 def clusters_of(*, session: Session, article_ids: Sequence[int]) -> dict[int, int]:
@@ -231,14 +232,14 @@ def members_of(*, session: Session, canonical_id: int) -> list[MemberRow]:
         .where(active_rows(), ClusterMember.canonical_id == canonical_id)
         .order_by(ClusterMember.article_id)
     ).scalars()
-    return [MemberRow(r.article_id, r.canonical_id, r.distance, r.score) for r in rows]
+    return [MemberRow(r.article_id, r.canonical_id, r.distance, r.score, r.rule) for r in rows]
 
 
 def iter_members(
     *, session: Session, page: int = 10_000
-) -> Iterator[list[tuple[str, str, int, float | None]]]:
-    """Pages of ``(canonical external id, member external id, distance, score)``, grouped by
-    canonical (ordered by canonical internal id, then member id)."""
+) -> Iterator[list[tuple[str, str, int, float | None, str | None]]]:
+    """Pages of ``(canonical external id, member external id, distance, score, rule)``, grouped
+    by canonical (ordered by canonical internal id, then member id)."""
     canonical = aliased(Article)
     member = aliased(Article)
     position = (-1, -1)
@@ -252,6 +253,7 @@ def iter_members(
                 member.external_id,
                 ClusterMember.distance,
                 ClusterMember.score,
+                ClusterMember.rule,
             )
             .join(canonical, canonical.id == ClusterMember.canonical_id)
             .join(member, member.id == ClusterMember.article_id)
@@ -265,5 +267,5 @@ def iter_members(
         ).all()
         if not rows:
             return
-        yield [(r[2], r[3], r[4], r[5]) for r in rows]
+        yield [(r[2], r[3], r[4], r[5], r[6]) for r in rows]
         position = (rows[-1][0], rows[-1][1])

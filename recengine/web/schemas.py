@@ -164,6 +164,11 @@ class Duplicate(_Out):
     cosine: float = Field(description="Cosine of the two TF-IDF vectors.")
     shared_terms: list[str] = Field(description="The terms contributing most to that cosine.")
     distance_to_canonical: int = Field(description="As stored in the cluster (0: canonical).")
+    joined_by: str = Field(
+        description="The rule that joined it to its canonical when its cluster was formed: "
+        '"resemblance" or "containment" ("" for the canonical itself).'
+    )
+    joined_score: float = Field(description="That rule's figure when it joined (0 for none).")
     rule: str = Field(
         description='The rule of the criterion that matched: "resemblance" or "containment" '
         '("" when the pair no longer meets it).'

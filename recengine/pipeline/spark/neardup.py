@@ -155,7 +155,7 @@ def candidate_pairs(features: Any, passages: Any, k: int, stop_df: int, partitio
 
 def verify_partition(
     params: tuple[int, float, float, float, float, int, float], rows: Iterable[tuple[int, Any]]
-) -> Iterator[tuple[int, int, int, float]]:
+) -> Iterator[tuple[int, int, int, float, str]]:
     """Candidate pairs joined with both articles' features -> verified edges.
 
     Each row is ``(b, ((a, b, distance, info_a), info_b))`` where an article's ``info`` is
@@ -174,7 +174,7 @@ def verify_partition(
             Compared.from_bytes(sh_b),
         )
         if verdict.duplicate:
-            yield a, b, verdict.distance, verdict.score
+            yield a, b, verdict.distance, verdict.score, verdict.rule
 
 
 def verified_edges(
