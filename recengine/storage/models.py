@@ -149,7 +149,7 @@ class ClusterMember(Base):
     score: Mapped[float | None] = mapped_column(Float)
     # The rule of the criterion that joined the member to its canonical (``score`` is its
     # figure): "resemblance" or "containment" (features.neardup); None in rows written before
-    # the rule was stored (migration 0004).
+    # the rule was stored (migration 0005).
     rule: Mapped[str | None] = mapped_column(String(16))
 
 
