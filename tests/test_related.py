@@ -215,9 +215,12 @@ def test_new_article_is_related_and_shows_up_in_others_lists_at_once(
     featurizer: Featurizer,
     corpus: list[dict[str, Any]],
 ) -> None:
-    a, b = corpus[30], corpus[31]
+    a, b, c = corpus[30], corpus[31], corpus[50]
+    # Related to a, not a copy of it: half of a's text beside as much of another article's
+    # (half of a alone is an excerpt, a's near-duplicate under the containment rule).
     half = len(a["content"]) // 2
-    new = {"id": "brand-new", "title": a["title"] + " 续", "content": a["content"][:half]}
+    content = a["content"][:half] + "\n\n" + c["content"][:half]
+    new = {"id": "brand-new", "title": a["title"] + " 续", "content": content}
     ask(service, factory, a["id"])  # the index is built and in use
     Ingester(factory, featurizer).ingest_records([new])  # no reindex
     body = ask(service, factory, "brand-new", k=5)
