@@ -137,7 +137,11 @@ def _from_timestamp(seconds: float) -> datetime:
         hint = " (milliseconds? give seconds)" if MAX_TIMESTAMP < seconds < 10**14 else ""
         shown = str(seconds) if len(str(seconds)) <= 20 else f"{str(seconds)[:17]}..."
         raise ValueError(f"Unix time {shown} is outside the years {MIN_YEAR}-{MAX_YEAR}{hint}")
-    return datetime.fromtimestamp(seconds, tz=UTC)
+    # Microseconds truncated, not rounded: 4133980799.9999995 is in the last second of 2100,
+    # and rounding would carry it into 2101 (past the bound just checked).
+    whole = math.floor(seconds)
+    micros = min(999_999, int((seconds - whole) * 1_000_000))
+    return datetime.fromtimestamp(whole, tz=UTC).replace(microsecond=micros)
 
 
 def _zoned(value: datetime, zone: tzinfo | None) -> datetime:

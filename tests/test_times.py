@@ -62,6 +62,9 @@ SHANGHAI = ZoneInfo("Asia/Shanghai")
         ("1900-01-01T00:00:00+14:00", datetime(1899, 12, 31, 10, 0, tzinfo=UTC)),
         (MIN_TIMESTAMP, datetime(1900, 1, 1, tzinfo=UTC)),
         (MAX_TIMESTAMP, datetime(2100, 12, 31, 23, 59, 59, tzinfo=UTC)),
+        # the last instant of 2100: microseconds truncated, never rounded into 2101
+        (MAX_TIMESTAMP + 0.9999995, datetime(2100, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)),
+        (-1.5, datetime(1969, 12, 31, 23, 59, 58, 500000, tzinfo=UTC)),
         (None, None),
         ("", None),
     ],
