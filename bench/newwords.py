@@ -24,7 +24,7 @@ import re
 import time
 from collections import Counter
 
-from bench.neardup_data import inews_docs
+from bench.corpus import inews_docs
 from recengine.config import load_settings
 from recengine.text.clean import clean
 from recengine.text.newwords import DiscoveryParams, NewWord, discover_words
@@ -81,9 +81,7 @@ def candidates_filter(tok: Tokenizer):  # type: ignore[no-untyped-def]
 
 def add_words(tok: Tokenizer, words: list[NewWord]) -> None:
     for w in sorted(words, key=lambda w: w.word):
-        tok.backend.add_word(w.word, None, "nz")
-        tok._tags[w.word] = "nz"
-    tok._verdicts.clear()
+        tok.add_word(w.word, None, "nz")  # backend, tag table and verdict cache together
 
 
 def main() -> None:
