@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.neardup_data import inews_docs
+from bench.corpus import inews_docs
 from bench.store import sqlite_store
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester

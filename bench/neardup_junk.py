@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 
-from bench.neardup_data import inews_docs
+from bench.corpus import inews_docs
 from recengine.config import load_settings
 from recengine.features.neardup import NearDupCriterion, overlap
 from recengine.features.tfidf import EMPTY_VECTOR
