@@ -44,10 +44,10 @@ class Candidates:
         found = [self.radius.search(fp)[0]]
         held = None if self.passages is None else self.passages.passages(article_id)
         if held is not None and len(held) and self.passages is not None:
-            found.append(self.passages.query(held))
+            more = self.passages.query(held)
+            found.append(more[self.radius.contains_many(more)])  # both index the same articles
         out = np.unique(np.concatenate(found))
-        in_radius = np.fromiter((int(i) in self.radius for i in out), bool, len(out))
-        kept: IdArray = out[(out != article_id) & in_radius]
+        kept: IdArray = out[out != article_id]
         return kept
 
     def of_radius(self, article_id: int) -> IdArray:

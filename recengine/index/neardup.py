@@ -137,6 +137,13 @@ class NearDupIndex:
     def __contains__(self, article_id: int) -> bool:
         return 0 <= article_id < len(self._pos) and self._pos[article_id] >= 0
 
+    def contains_many(self, ids: IdArray) -> npt.NDArray[np.bool_]:
+        """``article_id in self`` for each of ``ids``, vectorised."""
+        inside = (ids >= 0) & (ids < len(self._pos))
+        out = np.zeros(len(ids), dtype=bool)
+        out[inside] = self._pos[ids[inside]] >= 0
+        return out
+
     @property
     def layout(self) -> Layout:
         return self._layout
