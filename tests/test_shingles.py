@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recengine.features.neardup import resemblance
-from recengine.text.shingles import shingles
+from recengine.text.shingles import shingles, word_points
 
 
 def reference(text: str, n: int = 5) -> frozenset[str]:
@@ -55,3 +55,18 @@ def test_punctuation_and_spacing_do_not_count() -> None:
     assert np.array_equal(shingles("“数据库” 索引，查询"), shingles("数据库索引查询"))
     assert len(shingles("，。 ")) == 0
     assert len(shingles("短文")) == 1
+
+
+def test_word_points_keep_what_the_regular_expression_keeps_for_every_code_point() -> None:
+    # The look-up table (and the one-by-one path beyond the BMP) against ``[\W_]`` itself, for
+    # every code point a str can hold (surrogates cannot be encoded and are not in any text).
+    every = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    text = "".join(map(chr, every))
+    kept = "".join(map(chr, word_points(text)))
+    assert kept == re.sub(r"[\W_]+", "", text)
+    assert len(kept) > 100_000  # CJK, letters and digits of every script
+
+
+@given(st.text(max_size=200))
+def test_word_points_of_any_text_are_its_word_characters(text: str) -> None:
+    assert "".join(map(chr, word_points(text))) == re.sub(r"[\W_]+", "", text)

@@ -60,7 +60,7 @@ _LOOKS_LIKE_HTML = re.compile(
     r"|&(?:#\d+|#x[0-9a-f]+|[a-z][a-z0-9]*);",
     re.IGNORECASE,
 )
-_ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
+_ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
 # The characters that most often keep Chinese text from being NFKC-normal (counted on the real
 # corpora), with their NFKC forms.
 _COMMON_FOLDS = tuple(
@@ -107,7 +107,10 @@ def collapse_whitespace(text: str) -> str:
 
 def normalize(text: str) -> str:
     """NFKC, zero-width characters removed, whitespace collapsed (one line break per line)."""
-    text = _ZERO_WIDTH.sub("", nfkc(text))
+    text = nfkc(text)
+    for char in _ZERO_WIDTH:  # a C-speed scan each; a character class cost ~10x more
+        if char in text:
+            text = text.replace(char, "")
     return collapse_whitespace(text.replace("\r\n", "\n").replace("\r", "\n"))
 
 

@@ -23,9 +23,9 @@ import numpy as np
 
 from recengine.text.boilerplate import strip_boilerplate
 from recengine.text.clean import clean
-from recengine.text.passages import Passages, passages
+from recengine.text.passages import Passages, passages_of
 from recengine.text.quotes import unquoted
-from recengine.text.shingles import EMPTY, NOT_WORD, Shingles, shingles
+from recengine.text.shingles import EMPTY, Points, Shingles, shingles_of, word_points
 
 
 @dataclass(frozen=True)
@@ -71,9 +71,10 @@ class Compared:
 NOTHING = Compared(EMPTY, EMPTY, 0, np.zeros(0, dtype=np.uint64))
 
 
-def comparable_text(title: str, body: str) -> str:
-    """The clean title, a line break, the body without quoted reply text."""
-    return title + "\n" + unquoted(body)
+def _word_points(title: str, body: str) -> tuple[Points, Points]:
+    """The word characters of a clean title and of the body without quoted reply text (those
+    of the compared text ``title + "\\n" + body`` are the two concatenated)."""
+    return word_points(title), word_points(unquoted(body))
 
 
 def compared(title: str, body: str) -> Compared:
@@ -85,13 +86,13 @@ def compared(title: str, body: str) -> Compared:
         >>> bool((a.shingles == b.shingles).all()), a.body_chars
         (True, 5)
     """
-    body = unquoted(body)
-    text = title + "\n" + body
+    heading, words = _word_points(title, body)
+    both = np.concatenate([heading, words])  # the points of title + "\n" + body
     return Compared(
-        shingles=shingles(text),
-        title=shingles(title),
-        body_chars=len(NOT_WORD.sub("", body)),
-        passages=passages(text),
+        shingles=shingles_of(both),
+        title=shingles_of(heading),
+        body_chars=len(words),
+        passages=passages_of(both),
     )
 
 
@@ -105,4 +106,4 @@ def clean_parts(title: str, content: str, strip: bool = True) -> tuple[str, str]
 def article_passages(title: str, content: str, strip: bool = True) -> Passages:
     """``compared(*clean_parts(title, content, strip)).passages`` without the shingles the
     decision needs: what the passage index stores of an article."""
-    return passages(comparable_text(*clean_parts(title, content, strip)))
+    return passages_of(np.concatenate(_word_points(*clean_parts(title, content, strip))))

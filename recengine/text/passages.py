@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from recengine.text.shingles import shingles
+from recengine.text.shingles import Points, shingles_of, word_points
 
 PASSAGE_CHARS = 12
 PASSAGES_KEPT = 8
@@ -67,9 +67,14 @@ def passages(text: str, n: int = PASSAGE_CHARS, m: int = PASSAGES_KEPT) -> Passa
         >>> len(a), bool(np.intersect1d(a, b).size)
         (8, True)
     """
+    return passages_of(word_points(text), n, m)
+
+
+def passages_of(words: Points, n: int = PASSAGE_CHARS, m: int = PASSAGES_KEPT) -> Passages:
+    """:func:`passages` of a text's :func:`~recengine.text.shingles.word_points`."""
     if m < 1:
         raise ValueError(f"m must be >= 1, got {m}")
-    mixed = mix64(shingles(text, n))
+    mixed = mix64(shingles_of(words, n))
     if len(mixed) > m:
         mixed = np.partition(mixed, m - 1)[:m]
     return np.sort(mixed)

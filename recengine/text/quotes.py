@@ -31,6 +31,10 @@ _SEPARATOR = re.compile(
 )
 _BBCODE = re.compile(r"\[quote(?:=[^\]]*)?\].*?\[/quote\]", re.IGNORECASE | re.DOTALL)
 _SMTH_HEAD = re.compile(r"^\s*【\s*在.*的(?:大作|来信)中提到\s*[:：]\s*】\s*$")
+# What a text needs for any rule above to remove something: a line starting with ">", "--" or
+# "【 在", or "[quote". One search over the whole text (most texts have none) instead of four
+# patterns per line (2.2 ms of a 15,000-character article, as long as its cleaning).
+_MAY_QUOTE = re.compile(r"^\s*(?:>|--|【\s*在)|\[quote", re.IGNORECASE | re.MULTILINE)
 
 
 def unquoted(text: str) -> str:
@@ -46,8 +50,13 @@ def unquoted(text: str) -> str:
         >>> unquoted("I agree.\\nOn Mon, Ann wrote:\\n> the quoted post\\n> more\\nThanks")
         'I agree.\\nThanks'
     """
-    if ">" not in text and "[" not in text and "-" not in text and "【" not in text:
-        return text
+    if not _MAY_QUOTE.search(text):
+        return _kept(text.split("\n"), text)  # what the rules would leave of it
+    return _kept(_unquoted_lines(text), text)
+
+
+def _unquoted_lines(text: str) -> list[str]:
+    """The lines of ``text`` the rules of :func:`unquoted` keep (blank ones included)."""
     body = _BBCODE.sub("\n", text)
     lines = body.split("\n")
     keep: list[str] = []
@@ -61,15 +70,20 @@ def unquoted(text: str) -> str:
         if _QUOTED.match(line) or (smth and line.lstrip().startswith(":")):
             continue
         smth = False
-        if _ATTRIBUTION.search(line) and _next_is_quoted(lines, i):
+        if _next_is_quoted(lines, i) and _ATTRIBUTION.search(line):  # the cheap test first
             continue
         keep.append(line)
-    out = "\n".join(line for line in keep if line.strip())
+    return keep
+
+
+def _kept(lines: list[str], text: str) -> str:
+    """The non-blank ``lines`` joined; ``text`` itself if nothing is left."""
+    out = "\n".join(line for line in lines if line.strip())
     return out if out.strip() else text
 
 
 def _next_is_quoted(lines: list[str], i: int) -> bool:
-    for line in lines[i + 1 :]:
-        if line.strip():
-            return bool(_QUOTED.match(line))
+    for j in range(i + 1, len(lines)):  # no slice: this runs for every line
+        if lines[j].strip():
+            return bool(_QUOTED.match(lines[j]))
     return False

@@ -12,7 +12,10 @@ fingerprint index finds.
 A shingle set is held as a sorted array of distinct 64-bit hashes (``uint64 (m,)``), not as a
 set of strings: computing it is a handful of numpy operations over the text's code points
 instead of one Python string slice per position (about 20x faster on 1,500-character articles),
-and intersecting two sorted arrays is cheap. The hash of the run ``c_0 .. c_{n-1}`` is the
+and intersecting two sorted arrays is cheap. Whitespace and punctuation are dropped by a
+look-up table of the word characters over the code points too (:func:`word_points`), not by
+``NOT_WORD.sub``: the regular expression cost three quarters of a shingle set on 10,000-character
+articles (1.3 of 1.8 ms), the look-up a sixth of it. The hash of the run ``c_0 .. c_{n-1}`` is the
 polynomial ``sum c_j * B^(n-1-j) mod 2^64`` with an odd 64-bit ``B``; two distinct 5-character
 runs collide with probability about 2^-64, far below anything that moves a resemblance.
 """
@@ -20,6 +23,7 @@ runs collide with probability about 2^-64, far below anything that moves a resem
 from __future__ import annotations
 
 import re
+from functools import cache
 
 import numpy as np
 import numpy.typing as npt
@@ -27,9 +31,38 @@ import numpy.typing as npt
 SHINGLE_CHARS = 5
 NOT_WORD = re.compile(r"[\W_]+")  # whitespace, punctuation, symbols
 _BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplication is a bijection mod 2^64
+_BMP = 0x10000
 
 Shingles = npt.NDArray[np.uint64]
+Points = npt.NDArray[np.uint32]
 EMPTY: Shingles = np.zeros(0, dtype=np.uint64)
+
+
+@cache
+def _bmp_words() -> npt.NDArray[np.bool_]:
+    """Whether each code point of the Basic Multilingual Plane is a word character in the sense
+    of ``NOT_WORD`` (``str.isalnum``: what ``[\\W_]`` leaves); built once per process (~15 ms)."""
+    return np.fromiter((chr(c).isalnum() for c in range(_BMP)), bool, _BMP)
+
+
+def word_points(text: str) -> Points:
+    """The code points of ``text`` that ``NOT_WORD.sub("", text)`` keeps, in order.
+
+    Array contract: ``uint32 (m,)``. Characters beyond the BMP (rare: emoji, CJK extension B)
+    are judged one by one, the rest by the table.
+
+    Example:
+        >>> "".join(map(chr, word_points("“ab” c_d,𠀀!")))
+        'abcd𠀀'
+    """
+    points = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
+    words = np.zeros(len(points), bool)
+    low = points < _BMP
+    words[low] = _bmp_words()[points[low]]
+    if not low.all():
+        high = np.flatnonzero(~low)
+        words[high] = [chr(int(points[i])).isalnum() for i in high]
+    return points[words].astype(np.uint32)
 
 
 def shingles(text: str, n: int = SHINGLE_CHARS) -> Shingles:
@@ -43,12 +76,16 @@ def shingles(text: str, n: int = SHINGLE_CHARS) -> Shingles:
         >>> bool((shingles("ab cd ef") == shingles("abcdef")).all())
         True
     """
+    return shingles_of(word_points(text), n)
+
+
+def shingles_of(words: Points, n: int = SHINGLE_CHARS) -> Shingles:
+    """:func:`shingles` of a text's :func:`word_points` (one look-up serves several sizes)."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
-    s = NOT_WORD.sub("", text)
-    if not s:
+    if not len(words):
         return EMPTY
-    points = np.frombuffer(s.encode("utf-32-le"), dtype="<u4").astype(np.uint64)
+    points = words.astype(np.uint64)
     width = min(n, len(points))
     runs = len(points) - width + 1
     hashes = np.zeros(runs, dtype=np.uint64)
