@@ -138,8 +138,8 @@ class PassageIndex:
         found: list[IdArray] = []
         for j in range(len(q)):
             runs = [ids[lo[j] : hi[j]] for lo, hi, ids in parts if hi[j] > lo[j]]
-            if not runs:
-                continue
+            if not runs or sum(map(len, runs)) - self._dead > self.stop_df:
+                continue  # none, or a stop passage however many of its postings are dead
             hits = runs[0] if len(runs) == 1 else np.concatenate(runs)
             if self._dead or len(runs) > 1:  # replaced or removed articles leave stale postings
                 hits = self._current_holders(np.unique(hits), q[j])

@@ -142,8 +142,8 @@ class Deduplicator:
         reading can run in a read transaction and the writing in a short write transaction.
         """
         seeds = set(changed)
-        view = _SqlView(session, index, version, self)
         live = {i for i in seeds if i in index}
+        view = _SqlView(session, index, version, self, live)
         decided = relink(view, live, seeds - live)
         rows = [_row(m) for m in decided.values() if m is not None]
         return ClusterPlan(version, sorted(decided), rows)
@@ -217,15 +217,16 @@ class Deduplicator:
         return [_row(m) for m in assign(ranks, edges)]
 
     def _judge(self, x: int, c: int, loaded: _Loaded) -> Edge | None:
-        fps, vectors, texts = loaded.fps, loaded.vectors, loaded.texts
+        fps, vectors = loaded.fps, loaded.vectors
         if x not in fps or c not in fps:
             return None
-        v = self.criterion.judge(fps[x], vectors[x], fps[c], vectors[c], texts[x], texts[c])
+        tx, tc = loaded.compared(x, self.strip), loaded.compared(c, self.strip)
+        v = self.criterion.judge(fps[x], vectors[x], fps[c], vectors[c], tx, tc)
         return Edge(min(x, c), max(x, c), v.distance, v.score, v.rule) if v.duplicate else None
 
     def _load(self, session: Session, version: int, ids: set[int], loaded: _Loaded) -> None:
-        """Add the fingerprints, vectors and compared texts of those of ``ids`` not in
-        ``loaded`` yet."""
+        """Add the fingerprints, vectors and texts of those of ``ids`` not in ``loaded`` yet
+        (what is compared of a text is computed when a verification first needs it)."""
         missing = sorted(ids - loaded.fps.keys())
         if not missing:
             return
@@ -233,7 +234,7 @@ class Deduplicator:
         loaded.fps.update({r.article_id: r.fingerprint for r in rows})
         loaded.vectors.update({r.article_id: SparseVector.from_bytes(r.vector) for r in rows})
         texts = titles_and_contents(session=session, article_ids=[r.article_id for r in rows])
-        loaded.texts.update({i: compared_of(t, c, self.strip) for i, (t, c) in texts.items()})
+        loaded.raw.update(texts)
 
 
 class _Block:
@@ -260,11 +261,22 @@ class _SqlView:
     that version's index, for one write transaction (what it reads is cached for it)."""
 
     def __init__(
-        self, session: Session, index: Candidates, version: int, dedup: Deduplicator
+        self,
+        session: Session,
+        index: Candidates,
+        version: int,
+        dedup: Deduplicator,
+        batch: Iterable[int] = (),
     ) -> None:
         self.session, self.index, self.version, self.dedup = session, index, version, dedup
         self.loaded = _Loaded()
+        self.batch = set(batch)  # the written articles: loaded together at the first verify
         self.found: dict[int, list[int]] = {}
+        # What was read of the stored rows (they do not change while the plan is made): a
+        # batch of templated pages has the whole cluster among the candidates of each page,
+        # and each member's status is read once per batch, not once per page.
+        self.free: dict[int, bool] = {}  # no member row (a canonical or a singleton)
+        self.heads: dict[int, int] = {}  # member -> stored canonical
 
     def candidates(self, article_id: int) -> Sequence[int]:
         if article_id not in self.found:
@@ -272,10 +284,21 @@ class _SqlView:
         return self.found[article_id]
 
     def stored(self, article_ids: Sequence[int]) -> Mapping[int, int]:
-        return canonicals_of(session=self.session, version=self.version, article_ids=article_ids)
+        unknown = sorted({i for i in article_ids if i not in self.heads and not self.free.get(i)})
+        if unknown:
+            found = canonicals_of(session=self.session, version=self.version, article_ids=unknown)
+            self.heads.update(found)
+            self.free.update((i, i not in found) for i in unknown)
+        return {i: self.heads[i] for i in article_ids if i in self.heads}
 
     def unclustered(self, article_ids: Sequence[int]) -> Sequence[int]:
-        return not_members(session=self.session, version=self.version, article_ids=article_ids)
+        unknown = sorted({i for i in article_ids if i not in self.free})
+        if unknown:
+            free = set(
+                not_members(session=self.session, version=self.version, article_ids=unknown)
+            )
+            self.free.update((i, i in free) for i in unknown)
+        return sorted({i for i in article_ids if self.free[i]})
 
     def members(self, canonical_ids: Sequence[int]) -> Sequence[int]:
         return members_of_all(
@@ -287,7 +310,9 @@ class _SqlView:
         return {i: rank_key(i, d) for i, d in dates.items()}
 
     def verify(self, article_id: int, canonical_id: int) -> Edge | None:
-        self.dedup._load(self.session, self.version, {article_id, canonical_id}, self.loaded)
+        wanted = {article_id, canonical_id} | self.batch  # one read for a batch of reposts
+        self.batch = set()
+        self.dedup._load(self.session, self.version, wanted, self.loaded)
         return self.dedup._judge(article_id, canonical_id, self.loaded)
 
 
@@ -312,7 +337,16 @@ class ClusterPlan:
 class _Loaded:
     fps: dict[int, int] = field(default_factory=dict)
     vectors: dict[int, SparseVector] = field(default_factory=dict)
+    raw: dict[int, tuple[str, str]] = field(default_factory=dict)  # title, content
     texts: dict[int, Compared] = field(default_factory=dict)
+
+    def compared(self, article_id: int, strip: bool) -> Compared:
+        """What the decision compares of a loaded article (computed once)."""
+        found = self.texts.get(article_id)
+        if found is None:
+            title, content = self.raw.pop(article_id)
+            found = self.texts[article_id] = compared_of(title, content, strip)
+        return found
 
 
 def _row(m: Member) -> MemberRow:
