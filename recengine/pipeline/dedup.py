@@ -44,11 +44,11 @@ from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import SparseVector
 from recengine.index.candidates import Candidates
 from recengine.index.follower import Follower
-from recengine.index.neardup import NearDupIndex
+from recengine.index.neardup import IdArray, NearDupIndex
 from recengine.index.passages import PassageIndex
 from recengine.pipeline.clustering import Edge, Member, assign, leader_pass, rank_key
 from recengine.pipeline.featurize import compared_of
-from recengine.pipeline.leader import Rank, relink
+from recengine.pipeline.leader import Ids, Rank, relink
 from recengine.storage.articles import titles_and_contents
 from recengine.storage.clusters import (
     MemberRow,
@@ -68,6 +68,7 @@ from recengine.storage.state import read_state
 from recengine.text.compare import Compared
 
 WRITE_CHUNK = 1_000  # cluster rows per short write transaction (a reindex, before its switch)
+_UNKNOWN, _MEMBER, _FREE = -1, 0, 1  # stored status of an id, as read in one plan
 
 Reading = Callable[[], AbstractContextManager[Session]]
 
@@ -271,34 +272,50 @@ class _SqlView:
         self.session, self.index, self.version, self.dedup = session, index, version, dedup
         self.loaded = _Loaded()
         self.batch = set(batch)  # the written articles: loaded together at the first verify
-        self.found: dict[int, list[int]] = {}
+        self.found: dict[int, IdArray] = {}
         # What was read of the stored rows (they do not change while the plan is made): a
         # batch of templated pages has the whole cluster among the candidates of each page,
         # and each member's status is read once per batch, not once per page.
-        self.free: dict[int, bool] = {}  # no member row (a canonical or a singleton)
+        self.status = np.full(0, _UNKNOWN, np.int8)  # by id: _UNKNOWN, _MEMBER or _FREE
         self.heads: dict[int, int] = {}  # member -> stored canonical
 
-    def candidates(self, article_id: int) -> Sequence[int]:
+    def candidates(self, article_id: int) -> IdArray:
         if article_id not in self.found:
-            self.found[article_id] = self.index.of(article_id).tolist()
+            self.found[article_id] = self.index.of(article_id)
         return self.found[article_id]
 
     def stored(self, article_ids: Sequence[int]) -> Mapping[int, int]:
-        unknown = sorted({i for i in article_ids if i not in self.heads and not self.free.get(i)})
+        ids = self._known(article_ids)
+        maybe = set(ids[self.status[ids] != _FREE].tolist())  # members and the unknown
+        unknown = sorted(i for i in maybe if i not in self.heads)
         if unknown:
             found = canonicals_of(session=self.session, version=self.version, article_ids=unknown)
             self.heads.update(found)
-            self.free.update((i, i not in found) for i in unknown)
-        return {i: self.heads[i] for i in article_ids if i in self.heads}
+            self.status[unknown] = _FREE
+            self.status[list(found)] = _MEMBER
+        return {i: self.heads[i] for i in ids.tolist() if i in self.heads}
 
-    def unclustered(self, article_ids: Sequence[int]) -> Sequence[int]:
-        unknown = sorted({i for i in article_ids if i not in self.free})
-        if unknown:
-            free = set(
-                not_members(session=self.session, version=self.version, article_ids=unknown)
+    def unclustered(self, article_ids: Ids) -> Sequence[int]:
+        ids = self._known(article_ids)
+        unknown = np.unique(ids[self.status[ids] == _UNKNOWN])
+        if len(unknown):
+            free = not_members(
+                session=self.session, version=self.version, article_ids=unknown.tolist()
             )
-            self.free.update((i, i in free) for i in unknown)
-        return sorted({i for i in article_ids if self.free[i]})
+            self.status[unknown] = _MEMBER
+            self.status[free] = _FREE
+        free_ids: list[int] = np.unique(ids[self.status[ids] == _FREE]).tolist()
+        return free_ids
+
+    def _known(self, article_ids: Ids) -> IdArray:
+        """``article_ids`` as an array, the status table grown to hold them."""
+        ids = np.asarray(article_ids, dtype=np.int64).reshape(-1)
+        top = int(ids.max()) + 1 if len(ids) else 0
+        if top > len(self.status):
+            grown = np.full(max(top, 2 * len(self.status)), _UNKNOWN, np.int8)
+            grown[: len(self.status)] = self.status
+            self.status = grown
+        return ids
 
     def members(self, canonical_ids: Sequence[int]) -> Sequence[int]:
         return members_of_all(

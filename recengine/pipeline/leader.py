@@ -38,15 +38,19 @@ import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from recengine.pipeline.clustering import Edge, Member
 
 Rank = tuple[int, float, int]
+Ids = Sequence[int] | npt.NDArray[np.int64]  # article ids: a list, or an int64 array
 
 
 class ClusterView(Protocol):
     """What re-deciding needs to read (``pipeline.dedup`` implements it over SQL + indexes)."""
 
-    def candidates(self, article_id: int) -> Sequence[int]:
+    def candidates(self, article_id: int) -> Ids:
         """Live articles in the candidate relation with ``article_id`` (symmetric)."""
         ...
 
@@ -54,7 +58,7 @@ class ClusterView(Protocol):
         """The stored assignment of those that are members: member id -> canonical id."""
         ...
 
-    def unclustered(self, article_ids: Sequence[int]) -> Sequence[int]:
+    def unclustered(self, article_ids: Ids) -> Sequence[int]:
         """Those of ``article_ids`` with no stored member row (canonicals and singletons):
         the one read whose size is the candidate list's (a write into a large cluster has
         every member as a candidate), so it returns only the few that qualify."""
@@ -92,11 +96,16 @@ class _State:
                 out[i] = m.canonical_id if m is not None else i
         return out
 
-    def canonicals_among(self, ids: Sequence[int]) -> list[int]:
-        """Those of ``ids`` that are canonicals now (decisions of this run first)."""
-        undecided = [i for i in ids if i not in self.decided]
-        out = list(self.view.unclustered(undecided)) if undecided else []
-        return out + [i for i in ids if i in self.decided and self.decided[i] is None]
+    def canonicals_among(self, ids: npt.NDArray[np.int64]) -> list[int]:
+        """Those of ``ids`` that are canonicals now (decisions of this run first).
+
+        Vectorised: a write into a large cluster has every member among ``ids``."""
+        mine = np.zeros(len(ids), bool)
+        if self.decided:
+            mine = np.isin(ids, np.fromiter(self.decided, np.int64, len(self.decided)))
+        undecided = ids[~mine]
+        out = [int(i) for i in self.view.unclustered(undecided)] if len(undecided) else []
+        return out + [i for i in ids[mine].tolist() if self.decided[i] is None]
 
     def ranks(self, ids: Iterable[int]) -> dict[int, Rank]:
         missing = [i for i in ids if i not in self.rank]
@@ -151,8 +160,8 @@ def relink(
 def _decide(state: _State, x: int) -> Member | None:
     """X's assignment given the (final) assignments of everything ranked before it."""
     mine = state.ranks([x])[x]
-    others = [c for c in state.view.candidates(x) if c != x]
-    canonicals = state.canonicals_among(others)
+    found = np.asarray(state.view.candidates(x), dtype=np.int64)
+    canonicals = state.canonicals_among(found[found != x])
     earlier = sorted((r, c) for c, r in state.ranks(canonicals).items() if r < mine)
     for _, c in earlier:
         edge = state.view.verify(x, c)
@@ -164,7 +173,7 @@ def _decide(state: _State, x: int) -> Member | None:
 def _may_prefer(state: _State, x: int) -> list[int]:
     """Candidates of a (new) canonical X that rank after it and whose canonical does too."""
     mine = state.ranks([x])[x]
-    others = [c for c in state.view.candidates(x) if c != x]
+    others = [c for c in np.asarray(state.view.candidates(x), dtype=np.int64).tolist() if c != x]
     heads = state.canonical(others)
     ranks = state.ranks(set(heads.values()) | set(others))
     return [
