@@ -138,6 +138,22 @@ class RelatedSettings(_Listing):
     candidates: int = Field(default=200, ge=1, le=100_000)
     delta_max_rows: int = Field(default=20_000, ge=1)
     max_parts: int = Field(default=8, ge=2, le=64)
+    dense_weight: float = Field(default=0.3, ge=0.0, le=1.0)
+    dense_candidates: int = Field(default=100, ge=0, le=100_000)
+
+
+class DenseSettings(_Section):
+    """The dense (LSA) part of related lists, fitted at reindex (``config/defaults.toml``)."""
+
+    dims: int = Field(default=64, ge=0, le=1_024)
+    min_articles: int = Field(default=1_000, ge=2)
+    articles_per_dim: int = Field(default=0, ge=0)
+    sample: int = Field(default=50_000, ge=100, le=10_000_000)
+    max_terms: int = Field(default=50_000, ge=100, le=10_000_000)
+    power_iterations: int = Field(default=4, ge=0, le=50)
+    ivf_min: int = Field(default=50_000, ge=2)
+    ivf_lists: int = Field(default=0, ge=0, le=1_000_000)
+    ivf_probe: int = Field(default=32, ge=1, le=1_000_000)
 
 
 class FeedSettings(_Listing):
@@ -263,6 +279,7 @@ class Settings(BaseSettings):
     index: IndexSettings = IndexSettings()
     ingest: IngestSettings = IngestSettings()
     related: RelatedSettings = RelatedSettings()
+    dense: DenseSettings = DenseSettings()
     feed: FeedSettings = FeedSettings()
     experiment: ExperimentSettings = ExperimentSettings()
     feedback: FeedbackSettings = FeedbackSettings()

@@ -21,15 +21,24 @@ from recengine.derived.registry import KINDS, followers
 from recengine.storage.db import transaction
 from recengine.storage.index_rows import SqlIndexRows
 from tests import index_worker
+from tests.conftest import make_settings
 from tests.factories import javaguide_records
 from tests.test_related import repost
+
+
+# the dense kind fits a model from 10 articles on (the shipped rule waits for 1,000)
+DENSE = {"min_articles": 10, "dims": 8}
 
 
 class Worker:
     """One process of :mod:`tests.index_worker`."""
 
     def __init__(self, settings: Settings, kind: str) -> None:
-        overrides = {"data_dir": str(settings.data_dir), "database_url": settings.database_url}
+        overrides = {
+            "data_dir": str(settings.data_dir),
+            "database_url": settings.database_url,
+            "dense": DENSE,
+        }
         context = multiprocessing.get_context("spawn")
         self.conn, child = context.Pipe()
         self.proc = context.Process(target=index_worker.serve, args=(child, overrides, kind))
@@ -53,6 +62,11 @@ class Worker:
         self.conn.send(("stop",))
         self.proc.join(60)
         assert self.proc.exitcode == 0
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database_url: str) -> Settings:
+    return make_settings(tmp_path, database_url, dense=DENSE)
 
 
 @pytest.fixture
@@ -139,5 +153,7 @@ def test_two_processes_a_saved_file_and_a_fresh_build_agree(
     assert index_of(settings, factory, kind, persist=True) == first
     assert index_of(settings, factory, kind, persist=False) == first
     assert int(first["size"]) > 20
+    if kind == "dense":  # a real dense part was followed, not an empty one
+        assert first["vectors"].endswith(b"float32") and len(first["model.components"]) > 100
     for w in workers:
         w.stop()

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.cli import main
 from recengine.cli.context import CliContext
 from recengine.config import Settings, SparkSettings
+from recengine.derived.dense import DenseKind, dense_params
 from recengine.features.simhash import hamming_many
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.dedup import Deduplicator
@@ -31,6 +32,7 @@ from recengine.pipeline.spark.job import SparkInput, spark_reindex
 from recengine.pipeline.spark.neardup import block_layout, near_duplicate_pairs
 from recengine.pipeline.spark.session import spark_session
 from recengine.storage.features import load_model_payload
+from recengine.storage.index_rows import SqlIndexRows
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 from recengine.storage.state import read_state
 from tests.factories import csl_records, javaguide_records, write_jsonl
@@ -60,6 +62,35 @@ def engine_state(factory: sessionmaker[Session]) -> tuple[IdfModel, dict[str, An
             ).where(ArticleFeatures.model_version == version)
         ).all()
     return IdfModel.from_bytes(payload), params, {r[0]: tuple(r[1:]) for r in rows}
+
+
+def dense_state(factory: sessionmaker[Session], settings: Settings) -> tuple[Any, Any, Any]:
+    """The active version's LSA model and the dense vectors of every article, as a process
+    following SQL builds them: ``(model, ids, vectors)``."""
+    kind = DenseKind(dense_params(settings))
+    with factory() as session:
+        rows = SqlIndexRows(session)
+        version = read_state(session=session).active_model_version
+        assert version is not None
+        bound = kind.for_version(rows, version)
+        live = rows.live(
+            version=version, fields=kind.fields, needs_terms=True, after_id=0, limit=10**6
+        )
+        state = bound.build([live])
+    assert state.model is not None
+    ids = state.index.main.ids
+    return state.model, ids, state.index.lookup(ids)[1]
+
+
+def assert_same_dense_part(local: Any, distributed: Any) -> None:
+    """Same LSA model and same dense vectors, to float32 tolerance."""
+    (lmodel, lids, lvec), (smodel, sids, svec) = local, distributed
+    assert smodel.dims == lmodel.dims == 64
+    assert np.array_equal(smodel.hashes, lmodel.hashes)
+    np.testing.assert_allclose(smodel.components, lmodel.components, atol=1e-5)
+    assert np.array_equal(sids, lids)
+    np.testing.assert_allclose(svec, lvec, atol=1e-5)
+    assert np.abs(lvec).sum() > 0
 
 
 def indexed(
@@ -122,6 +153,7 @@ def test_spark_and_local_engines_agree_on_real_articles(
     Ingester(factory, featurizer).ingest_records(records + reposts(records) + partial)
     reindex(factory=factory, featurizer=featurizer)
     local, local_clusters = engine_state(factory), clusters(factory)
+    local_dense = dense_state(factory, settings)
     assert len(local[2]) == 2429 + 300 + 40
     assert len({c for _, c, _, _ in local_clusters}) >= 250  # most reposts found
     with factory() as session:
@@ -140,6 +172,7 @@ def test_spark_and_local_engines_agree_on_real_articles(
     assert (result.n_docs, result.n_terms) == (2769, len(local[0].df))
     assert_same_results(local, engine_state(factory))
     assert clusters(factory) == local_clusters
+    assert_same_dense_part(local_dense, dense_state(factory, settings))
 
 
 @pytest.mark.slow

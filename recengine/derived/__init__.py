@@ -7,10 +7,13 @@ arrays, its parameters). The kinds live here, above ``index`` and ``features``, 
 stored rows into an index needs both (vectors are decoded with ``features``):
 
 * :mod:`recengine.derived.neardup`: the exact radius index over fingerprints (near-duplicates);
+* :mod:`recengine.derived.passages`: the passage index (near-duplicates' second candidate
+  source);
 * :mod:`recengine.derived.related`: the candidate index of related articles (segments);
-* :mod:`recengine.derived.indexes`: where their files live, and the set of them a reindex
-  publishes after its switch.
+* :mod:`recengine.derived.dense`: the dense (LSA) vectors of articles and their FAISS index;
+* :mod:`recengine.derived.indexes`: where their files live;
+* :mod:`recengine.derived.registry`: the set of them a reindex publishes after its switch.
 
-A new kind subclasses ``IndexKind`` here and joins :func:`recengine.derived.indexes.followers`;
+A new kind subclasses ``IndexKind`` here and joins :func:`recengine.derived.registry.followers`;
 the follower, the file container and the reindex need no change.
 """

@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from recengine.config import Settings
+from recengine.derived.dense import DenseKind, dense_follower
 from recengine.derived.neardup import NearDupKind, neardup_follower
 from recengine.derived.passages import PassageKind, passage_follower
 from recengine.derived.related import RelatedKind, related_follower
 from recengine.index.follower import Follower
 
-KINDS = (NearDupKind.name, PassageKind.name, RelatedKind.name)
+KINDS = (NearDupKind.name, PassageKind.name, RelatedKind.name, DenseKind.name)
 
 
 def followers(settings: Settings, *, background: bool = False) -> dict[str, Follower[Any]]:
@@ -20,4 +21,5 @@ def followers(settings: Settings, *, background: bool = False) -> dict[str, Foll
         NearDupKind.name: neardup_follower(settings),
         PassageKind.name: passage_follower(settings),
         RelatedKind.name: related_follower(settings, background=background),
+        DenseKind.name: dense_follower(settings, background=background),
     }

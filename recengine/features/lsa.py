@@ -16,8 +16,10 @@ any vector, including one ingested after the fit, is one sparse-dense product, s
 and Spark engines (and a process that has just ingested an article) compute the same vector
 from the same model bytes, to float32 rounding.
 
-Only numpy: the sparse products are gathers and ``np.add.reduceat`` over the vectors' own
-term order.
+The sparse products are scipy's CSR products in float64 (memory: the matrix and the thin
+dense factor, never one row per stored term and dimension), each output row computed from its
+own vector alone: a vector projected in a batch of one equals the same vector projected in a
+page of thousands, bit for bit (the derived dense index relies on it).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+import scipy.sparse as sp
 
 OVERSAMPLING = 10
 
@@ -57,7 +60,9 @@ class LsaModel:
         """Dense vectors of sparse ones: ``float32 (n, d)``, rows of norm 1 (0 when no term of
         the vector is in the model)."""
         rows, cols, vals = _triplets(self.hashes, hashes, weights)
-        out = _sparse_dense(rows, cols, vals, len(hashes), self.components.astype(np.float64))
+        used, local = np.unique(cols, return_inverse=True)  # only the terms these vectors use
+        sub = self.components[used].astype(np.float64)
+        out = _sparse_dense(rows, local.ravel(), vals, len(hashes), sub)
         return _unit_rows(out).astype(np.float32)
 
     def to_bytes(self) -> bytes:
@@ -105,13 +110,12 @@ def fit_lsa(
     rows, cols, vals = _triplets(vocab, hashes, weights)
     n, v, k = len(hashes), len(vocab), min(dims + OVERSAMPLING, len(vocab), len(hashes))
     rng = np.random.default_rng(seed)
-    order = np.argsort(cols, kind="stable")  # the transposed matrix, for X^T Q
 
     def times(m: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:  # X @ m
         return _sparse_dense(rows, cols, vals, n, m)
 
     def t_times(m: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:  # X^T @ m
-        return _sparse_dense(cols[order], rows[order], vals[order], v, m)
+        return _sparse_dense(cols, rows, vals, v, m)
 
     q, _ = np.linalg.qr(times(rng.standard_normal((v, k))))
     for _ in range(power_iterations):
@@ -162,14 +166,11 @@ def _sparse_dense(
     n: int,
     m: npt.NDArray[np.float64],
 ) -> npt.NDArray[np.float64]:
-    """``S @ m`` for the sparse ``S`` given by triplets sorted by row (``n`` rows)."""
-    out = np.zeros((n, m.shape[1]))
+    """``S @ m`` for the sparse ``S`` (``n`` rows) given by triplets (each position once)."""
     if not len(rows):
-        return out
-    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    sums = np.add.reduceat(m[cols] * vals[:, None], starts, axis=0)
-    out[rows[starts]] = sums
-    return out
+        return np.zeros((n, m.shape[1]))
+    s = sp.csr_matrix((vals, (rows, cols)), shape=(n, m.shape[0]))
+    return np.asarray(s @ m, dtype=np.float64)
 
 
 def _unit_rows(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -304,7 +304,9 @@ class Follower(Generic[T]):
     def _build(self, reader: RowReader, start: Position) -> Held[T]:
         """The index of ``start.version`` from SQL, one short transaction per page."""
         assert start.version is not None
-        version, kind = start.version, self.kind
+        version = start.version
+        with reader.separately() as own:
+            kind = self.kind.for_version(own, version)
 
         def pages() -> Iterator[Any]:
             last = 0

@@ -11,6 +11,9 @@ says how to turn rows into its index:
   articles whose text has no terms);
 * :meth:`IndexKind.params`: the parameters a saved file must have been built with;
 * :meth:`IndexKind.build` from pages of rows, :meth:`IndexKind.apply` drops and upserts;
+* optionally :meth:`IndexKind.for_version`: the kind bound to what was fitted with the model
+  version it builds (the dense kind's LSA model, read through :meth:`RowReader.model_part`);
+  an index that needs such a model carries it, so ``apply`` and ``restore`` need nothing more;
 * :meth:`IndexKind.arrays` / :meth:`IndexKind.restore`: its state as named arrays (the file
   container, ``index.container``), and back;
 * optionally :meth:`IndexKind.compaction_due` / :meth:`IndexKind.compact` (kinds made of a main
@@ -81,6 +84,11 @@ class RowReader(Protocol):
         """How many articles :meth:`live` yields in all."""
         ...
 
+    def model_part(self, *, version: int, name: str) -> bytes | None:
+        """What the reindex fitted for ``version`` under ``name`` (written before the version
+        became active, never changed after), or None."""
+        ...
+
     def separately(self) -> AbstractContextManager[RowReader]:
         """The same database in a short read transaction of its own (builds and loads run
         there, outside the caller's transaction, e.g. outside a write lock)."""
@@ -102,6 +110,11 @@ class IndexKind(ABC, Generic[T]):
     @abstractmethod
     def params(self) -> dict[str, Any]:
         """What a saved file must have been built with to be used (JSON values)."""
+
+    def for_version(self, reader: RowReader, version: int) -> IndexKind[T]:
+        """The kind that builds ``version``'s index (itself, unless building needs what was
+        fitted with the version: read it through ``reader``)."""
+        return self
 
     @abstractmethod
     def build(self, pages: Iterable[Sequence[Any]]) -> T:

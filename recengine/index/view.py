@@ -79,7 +79,9 @@ class Hits:
     """Scored articles, best first (score descending, then id ascending).
 
     ``part`` / ``row`` locate each hit in the view; ``ids`` ``int64 (c,)``, ``scores``
-    ``float64 (c,)``, ``fingerprints`` ``uint64 (c,)``.
+    ``float64 (c,)``, ``fingerprints`` ``uint64 (c,)``; ``dense`` ``float64 (c,)``: the part of
+    each score a dense component gave, when the ranking blends one (None: scores are cosines
+    of the stored vectors alone).
     """
 
     part: npt.NDArray[np.intp]
@@ -87,9 +89,22 @@ class Hits:
     ids: I64
     scores: F64
     fingerprints: U64
+    dense: F64 | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def take(self, idx: npt.NDArray[np.integer] | slice) -> Hits:
+        """The hits at ``idx`` (positions or a slice), in that order."""
+        dense = None if self.dense is None else self.dense[idx]
+        return Hits(
+            self.part[idx],
+            self.row[idx],
+            self.ids[idx],
+            self.scores[idx],
+            self.fingerprints[idx],
+            dense,
+        )
 
 
 class IndexView:
@@ -108,6 +123,17 @@ class IndexView:
             if row >= 0 and part.alive[row]:
                 return i, row
         return None
+
+    def locate_many(self, ids: I64) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+        """``(part, row)`` of each live article of ``ids`` (-1, -1 where none)."""
+        parts = np.full(len(ids), -1, np.intp)
+        rows = np.full(len(ids), -1, np.intp)
+        for i, part in enumerate(self.parts):
+            found = part.segment.find(ids)
+            hit = found >= 0
+            hit[hit] = part.alive[found[hit]]
+            parts[hit], rows[hit] = i, found[hit]
+        return parts, rows
 
     def vector(self, part: int, row: int) -> tuple[U64, F32]:
         """Stored vector of a row: term hashes ``uint64 (m,)``, weights ``float32 (m,)``."""
@@ -133,14 +159,21 @@ class IndexView:
                 to some other article.
         """
         parts, rows, partial = candidates(self.parts, q_hashes, q_weights, params, self_id)
-        keep = np.zeros(len(rows), dtype=bool)
-        for i, part in enumerate(self.parts):
-            mine = np.flatnonzero(parts == i)
-            keep[mine] = filt.allows(part.segment, rows[mine])
+        keep = self.allowed(parts, rows, filt)
         parts, rows, partial = parts[keep], rows[keep], partial[keep]
         ids = self._column("ids", parts, rows)
         top = top_by_score(partial, ids, params.n_candidates)
         return self.score(parts[top], rows[top], q_hashes, q_weights)
+
+    def allowed(
+        self, parts: npt.NDArray[np.intp], rows: npt.NDArray[np.intp], filt: RowFilter
+    ) -> Bools:
+        """``bool (len(rows),)``: which of the rows at (part, row) pass ``filt``."""
+        keep = np.zeros(len(rows), dtype=bool)
+        for i, part in enumerate(self.parts):
+            mine = np.flatnonzero(parts == i)
+            keep[mine] = filt.allows(part.segment, rows[mine])
+        return keep
 
     def _column(
         self, name: str, parts: npt.NDArray[np.intp], rows: npt.NDArray[np.intp]

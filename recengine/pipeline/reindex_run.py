@@ -6,7 +6,8 @@ place); around it, :func:`reindex_run` is the same for all:
 * **prologue**: the data directory's reindex lock (one reindex at a time; a second one fails at
   once with ``ReindexBusy``), the analysis pool (the caller's, or one made here and closed at
   the end), the deduplicator, the progress receiver;
-* **tail** (:meth:`ReindexRun.finish`, for engines that fit a new model): the switch to the new
+* **tail** (:meth:`ReindexRun.finish`, for engines that fit a new model): the dense part's LSA
+  model fitted on the new version's stored vectors (``pipeline.dense``), the switch to the new
   version with its catch-up, clusters and published indexes (``pipeline.switch``), the removal
   of the old version in short transactions, the job record cleared;
 * **always**: the pool closed and the lock released, however the run ends. An interrupt
@@ -25,6 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.dedup import Deduplicator
+from recengine.pipeline.dense import fit_dense
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex_job import JobDir
@@ -61,6 +63,8 @@ class ReindexRun:
             How many article rows the catch-up recomputed.
         """
         self.version = version
+        self.progress.start("dense model", None)
+        fit_dense(self.factory, self.featurizer.settings.dense, version)
         switch = Switch(
             self.factory,
             self.featurizer,

@@ -136,16 +136,24 @@ class Curation:
 
 def take(hits: Hits, positions: npt.NDArray[np.intp] | Sequence[int]) -> Hits:
     """The hits at ``positions``, in that order."""
-    at = np.asarray(positions, dtype=np.intp)
-    return Hits(hits.part[at], hits.row[at], hits.ids[at], hits.scores[at], hits.fingerprints[at])
+    return hits.take(np.asarray(positions, dtype=np.intp))
 
 
 def concat(first: Hits, second: Hits) -> Hits:
-    """``first`` then ``second`` (no re-sorting: pins stay in the editor's order)."""
+    """``first`` then ``second`` (no re-sorting: pins stay in the editor's order). When only
+    one side has dense shares, the other side's are NaN ("no dense part in this score")."""
+    dense = None
+    if first.dense is not None or second.dense is not None:
+        dense = np.concatenate([_dense_or_nan(first), _dense_or_nan(second)])
     return Hits(
         np.concatenate((first.part, second.part)),
         np.concatenate((first.row, second.row)),
         np.concatenate((first.ids, second.ids)),
         np.concatenate((first.scores, second.scores)),
         np.concatenate((first.fingerprints, second.fingerprints)),
+        dense,
     )
+
+
+def _dense_or_nan(hits: Hits) -> npt.NDArray[np.float64]:
+    return hits.dense if hits.dense is not None else np.full(len(hits), np.nan)

@@ -47,8 +47,7 @@ def above(hits: Hits, min_score: float) -> Hits:
     """The prefix of ``hits`` (best first) scoring at least ``min_score``."""
     if min_score <= 0:
         return hits
-    n = int(np.searchsorted(-hits.scores, -min_score, side="right"))
-    return Hits(hits.part[:n], hits.row[:n], hits.ids[:n], hits.scores[:n], hits.fingerprints[:n])
+    return hits.take(slice(0, int(np.searchsorted(-hits.scores, -min_score, side="right"))))
 
 
 def with_clusters(

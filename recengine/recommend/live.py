@@ -7,9 +7,15 @@ under a file lock; catch-up from the file's sequence; the size check after a loa
 version in a thread while the old index keeps answering (changes are not applied to it: its
 model is gone from SQL), and merges into the main segment run in a thread too.
 
-A :class:`Snapshot` (model version, change sequence, an ``IndexView``) answers one query; it is
-never modified. Answers do not depend on how rows are spread over segments (``index.view``), so
-every process that has caught up with the same ``seq`` gives the same answers. Delay for a
+Beside it, the dense kind (``derived.dense.DenseKind``: each article's LSA vector and a FAISS
+index, the dense part of the ranking, ``recommend.blend``) follows SQL the same way, read in the
+same transaction; when ``related.dense_weight`` is 0 it is never opened.
+
+A :class:`Snapshot` (model version, change sequence, an ``IndexView``, the dense state of the
+same version or None) answers one query; it is never modified. TF-IDF answers do not depend
+on how rows are spread over segments (``index.view``), so every process that has caught up with
+the same ``seq`` gives the same answers (dense candidates too below ``dense.ivf_min``
+articles, where their search is exact). Delay for a
 write to show in another process: ``index.sync_interval_s`` plus the catch-up (milliseconds
 for a few articles); after a reindex, loading the file the reindex published (under a second at
 1M articles) or, without one, the build from SQL (minutes at 1M articles, ``BENCHMARKS.md``).
@@ -23,6 +29,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
+from recengine.derived.dense import DenseState, dense_follower
 from recengine.derived.related import related_follower
 from recengine.errors import ModelMissing
 from recengine.index.view import IndexView, Part, SearchParams
@@ -36,6 +43,7 @@ class Snapshot:
     version: int
     seq: int
     view: IndexView
+    dense: DenseState | None = None
 
     @property
     def parts(self) -> tuple[Part, ...]:
@@ -71,6 +79,7 @@ class LiveIndex:
         self.settings = settings
         self.factory = factory
         self.follower = related_follower(settings, background=background)
+        self.dense = dense_follower(settings, background=background)
 
     def current(self, *, session: Session) -> Snapshot:
         """The snapshot to answer from, caught up with SQL first (see the module docstring).
@@ -78,15 +87,26 @@ class LiveIndex:
         Raises:
             ModelMissing: no IDF model has been fitted yet.
         """
-        held = self.follower.sync(SqlIndexRows(session), fresh=False)
+        rows = SqlIndexRows(session)
+        held = self.follower.sync(rows, fresh=False)
         if held is None:
             raise ModelMissing("no IDF model yet: run `recengine reindex`")
-        return Snapshot(held.version, held.seq, held.index)
+        dense = None
+        if self.settings.related.dense_weight > 0:
+            found = self.dense.sync(rows, fresh=False)
+            if found is not None and found.version == held.version:
+                dense = found.index  # (while a switch opens it in the background: none)
+        return Snapshot(held.version, held.seq, held.index, dense)
 
     def stats(self) -> dict[str, Any]:
         """What a health check shows: version, seq, live rows, segments, background work."""
         return {"segments": 0, **self.follower.report()}
 
+    def dense_stats(self) -> dict[str, Any]:
+        """The same of the dense index, with its dimensions (``dims``)."""
+        return self.dense.report()
+
     def wait(self, timeout: float | None = None) -> None:
         """Wait for background work (a rebuild or merge) to finish."""
         self.follower.wait(timeout)
+        self.dense.wait(timeout)

@@ -134,4 +134,5 @@ def blend(
         scores = scores + w["tags"] * share
     order = np.lexsort((hits.ids, -scores))
     out = take(hits, order)
-    return Hits(out.part, out.row, out.ids, scores[order], out.fingerprints)
+    dense = None if out.dense is None else w.get("cosine", 0.0) * out.dense
+    return Hits(out.part, out.row, out.ids, scores[order], out.fingerprints, dense)

@@ -7,8 +7,13 @@
      "suppressed": [{"id", "duplicate_of", "distance"}],
      "floor": {"min_score", "dropped"}}
 
-``score`` is the cosine of the two stored TF-IDF vectors (6 decimals); items are ordered by
-score, ties by the earlier-ingested article. ``suppressed`` lists what would have been on this
+``score`` (6 decimals) is the cosine of the two stored TF-IDF vectors, blended with the cosine
+of their dense (LSA) vectors where the version has a dense part (``recommend.blend``:
+``(1 - w) * cosine + w * dense cosine``, ``w = related.dense_weight``); items are ordered by
+score, ties by the earlier-ingested article. An item's ``reasons`` say where its score came
+from: ``shared_terms`` (each term's ``(1 - w) * q_t * d_t``), ``dense`` (``w * dense cosine``,
+0 without a dense part); the shares shown plus those of the terms not shown add up to the
+score. ``suppressed`` lists what would have been on this
 page but is a near-duplicate (``recommend.criterion``) of the article itself
 (``duplicate_of`` = the article) or of an item ranked above it (``duplicate_of`` = that item),
 with the Hamming distance of their fingerprints, so an editor can see why X is not shown.
@@ -36,6 +41,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
@@ -44,6 +50,7 @@ from recengine.derived.rows import label_hash, label_hashes
 from recengine.errors import ModelMissing, NotFound
 from recengine.features.tfidf import EMPTY_VECTOR, SparseVector
 from recengine.index.view import Hits, RowFilter
+from recengine.recommend.blend import dense_query, ranked
 from recengine.recommend.criterion import DuplicateCriterion
 from recengine.recommend.curation import Curation, concat
 from recengine.recommend.explain import shared_terms
@@ -148,21 +155,32 @@ class RelatedArticles:
     def _ranked(
         self, session: Session, lists: _Lists, row_filter: RowFilter, wanted: int
     ) -> tuple[Hits, Picked]:
-        """The pins, then candidates best first, and the ones kept after suppression
-        (``wanted`` at most)."""
+        """The pins, then candidates of both sources best first, and the ones kept after
+        suppression (``wanted`` at most)."""
         snap, query, ranking = lists.snap, lists.query, lists.ranking
-        n = max(ranking.candidates or self.settings.related.candidates, 3 * wanted)
+        r = self.settings.related
+        n = max(ranking.candidates or r.candidates, 3 * wanted)
+        vector = query_dense(snap, query)
+        index = snap.dense.index if snap.dense is not None else None
         for _ in range(MAX_ROUNDS):
             params = search_params(self.settings, n)
-            found = snap.view.search(
-                query.vector.hashes, query.vector.weights, params, row_filter, query.id
+            reach = -(-r.dense_candidates * n // r.candidates)
+            dense = dense_query(index, vector, r.dense_weight, reach)
+            found, exhausted = ranked(
+                snap.view,
+                query.vector.hashes,
+                query.vector.weights,
+                params,
+                row_filter,
+                query.id,
+                dense,
             )
             if ranking.blended:
                 category = label_hash(query.category) if query.category else 0
                 found = blend(snap.view, found, ranking.weights, category, label_hashes(query.tags))
             hits = concat(lists.pinned, lists.curation.without_excluded(session, found))
             picked = self._pick(session, snap, hits, query, wanted, lists.curation)
-            if len(picked.kept) >= wanted or len(found) < n:
+            if len(picked.kept) >= wanted or exhausted:
                 break
             n *= GROWTH
         return hits, picked
@@ -218,7 +236,9 @@ class RelatedArticles:
             if row is None:  # deleted since the index caught up
                 continue
             vec = snap.view.vector(int(hits.part[i]), int(hits.row[i]))
-            reasons = self.reasons(query, row, *vec)
+            # NaN: a pin, scored by the TF-IDF cosine alone (curation.concat)
+            dense = None if hits.dense is None or np.isnan(hits.dense[i]) else float(hits.dense[i])
+            reasons = self.reasons(query, row, *vec, dense=dense)
             if i < n_pinned:
                 reasons["pinned"] = True
             items.append(item(row, float(hits.scores[i]), reasons))
@@ -239,13 +259,16 @@ class RelatedArticles:
         row: Row[Any],
         hashes: np.ndarray[Any, Any],
         weights: np.ndarray[Any, Any],
+        dense: float | None = None,
     ) -> dict[str, Any]:
-        """The explanation of one item: shared terms, and shared category and tags."""
+        """The explanation of one item: shared terms, the dense part's share (``dense``: None
+        when the list has no dense part), shared category and tags."""
+        r = self.settings.related
         tags = [t for t in (row.tags or ()) if t in query.tags]
+        scale = 1.0 if dense is None else 1.0 - r.dense_weight
         return {
-            "shared_terms": shared_terms(
-                query.vector, hashes, weights, self.settings.related.explain_terms
-            ),
+            "shared_terms": shared_terms(query.vector, hashes, weights, r.explain_terms, scale),
+            "dense": 0.0 if dense is None else round(dense, 6),
             "same_category": bool(query.category) and row.category == query.category,
             "shared_tags": tags,
         }
@@ -299,3 +322,14 @@ def under_floor(
         s for s in picked.suppressed if s.position < exempt or scores[s.position] >= floor
     ]
     return Picked(kept, suppressed), page - len(kept[offset : offset + k])
+
+
+def query_dense(snap: Snapshot, query: Query) -> npt.NDArray[np.float32] | None:
+    """The query article's dense vector: its stored vector projected with the snapshot's
+    model (an article ingested a moment ago included); None without a dense part."""
+    if snap.dense is None or snap.dense.model is None:
+        return None
+    z: npt.NDArray[np.float32] = snap.dense.model.project(
+        [query.vector.hashes], [query.vector.weights]
+    )[0]
+    return z

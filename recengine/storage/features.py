@@ -10,7 +10,7 @@ from sqlalchemy import Row, delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from recengine.storage.articles import in_chunks
-from recengine.storage.models import Article, ArticleFeatures, IdfModelRow
+from recengine.storage.models import Article, ArticleFeatures, IdfModelRow, ModelPart
 
 
 def replace_features(*, session: Session, version: int, rows: Sequence[dict[str, Any]]) -> None:
@@ -77,6 +77,41 @@ def load_model_payload(*, session: Session, version: int) -> tuple[bytes, dict[s
         select(IdfModelRow.payload, IdfModelRow.params).where(IdfModelRow.version == version)
     ).one()
     return row.payload, row.params
+
+
+def save_model_part(
+    *,
+    session: Session,
+    version: int,
+    name: str,
+    payload: bytes,
+    params: dict[str, Any],
+    now: datetime,
+) -> None:
+    """Store what was fitted for ``version`` under ``name`` (replacing an earlier fit)."""
+    delete_model_part(session=session, version=version, name=name)
+    session.add(
+        ModelPart(model_version=version, name=name, created_at=now, params=params, payload=payload)
+    )
+    session.flush()
+
+
+def delete_model_part(*, session: Session, version: int, name: str) -> None:
+    session.execute(
+        delete(ModelPart).where(ModelPart.model_version == version, ModelPart.name == name)
+    )
+
+
+def load_model_part(
+    *, session: Session, version: int, name: str
+) -> tuple[bytes, dict[str, Any]] | None:
+    """``(payload, params)`` of ``version``'s part ``name``; None when none was fitted."""
+    row = session.execute(
+        select(ModelPart.payload, ModelPart.params).where(
+            ModelPart.model_version == version, ModelPart.name == name
+        )
+    ).one_or_none()
+    return None if row is None else (row.payload, row.params)
 
 
 def delete_features(*, session: Session, version: int, limit: int) -> int:

@@ -27,6 +27,7 @@ from typing import Any
 from sqlalchemy import BindParameter, ColumnElement, and_, case, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from recengine.storage.features import load_model_part
 from recengine.storage.models import Article, ArticleFeatures
 from recengine.storage.state import read_state
 
@@ -119,6 +120,10 @@ class SqlIndexRows:
         if needs_terms:
             query = query.where(ArticleFeatures.n_tokens > 0)
         return int(self.session.scalar(query) or 0)
+
+    def model_part(self, *, version: int, name: str) -> bytes | None:
+        found = load_model_part(session=self.session, version=version, name=name)
+        return None if found is None else found[0]
 
     @contextmanager
     def separately(self) -> Iterator[SqlIndexRows]:

@@ -8,6 +8,8 @@ Tables:
   Keyed by version so that a reindex can write a whole new version while readers use the
   active one, then switch in one transaction.
 * ``idf_models``: fitted IDF models (document frequencies), versioned.
+* ``model_parts``: what else a reindex fits for a version (the LSA model of the dense part of
+  related lists, ``name = "lsa"``), one row per (version, name), gone with the version.
 * ``engine_state``: one row: the change sequence counter, the active model version and the
   database's identity (a random id made by the migration; index files and reindex jobs name
   it, so a file is never used with another database whatever the URL looks like). Every
@@ -115,6 +117,19 @@ class IdfModelRow(Base):
     # The settings the model and its vectors were computed with (tokenizer, features).
     params: Mapped[dict[str, Any]] = mapped_column(JSON().with_variant(JSONB(), "postgresql"))
     # features.tfidf.IdfModel.to_bytes()
+    payload: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class ModelPart(Base):
+    __tablename__ = "model_parts"
+
+    model_version: Mapped[int] = mapped_column(
+        ForeignKey("idf_models.version", ondelete="CASCADE"), primary_key=True
+    )
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    created_at: Mapped[datetime]
+    # How it was fitted (sample size, dimensions...), for reports.
+    params: Mapped[dict[str, Any]] = mapped_column(JSON().with_variant(JSONB(), "postgresql"))
     payload: Mapped[bytes] = mapped_column(LargeBinary)
 
 
