@@ -145,7 +145,8 @@ class DenseIndex:
             main = _with_alive(m, alive)
         keep = ~np.isin(self.delta_ids, changed)
         ids = np.concatenate((self.delta_ids[keep], added_ids))
-        vectors = np.concatenate((self.delta_vectors[keep], added.reshape(len(added_ids), self.dims)))
+        added_rows = added.reshape(len(added_ids), self.dims)
+        vectors = np.concatenate((self.delta_vectors[keep], added_rows))
         order = np.argsort(ids, kind="stable")
         return DenseIndex(self.dims, self.params, main, ids[order], vectors[order])
 
