@@ -146,8 +146,8 @@ class DenseSettings(_Section):
     """The dense (LSA) part of related lists, fitted at reindex (``config/defaults.toml``)."""
 
     dims: int = Field(default=64, ge=0, le=1_024)
-    min_articles: int = Field(default=1_000, ge=2)
-    articles_per_dim: int = Field(default=0, ge=0)
+    min_articles: int = Field(default=100, ge=2)
+    articles_per_dim: int = Field(default=3, ge=0)
     sample: int = Field(default=50_000, ge=100, le=10_000_000)
     max_terms: int = Field(default=50_000, ge=100, le=10_000_000)
     power_iterations: int = Field(default=4, ge=0, le=50)

@@ -217,7 +217,7 @@ def test_small_corpora_have_no_dense_part(
     featurizer: Featurizer,
     corpus: list[dict[str, Any]],
 ) -> None:
-    settings = make_settings(tmp_path, database_url)  # dense.min_articles = 1,000
+    settings = make_settings(tmp_path, database_url)  # dense.min_articles = 100
     Ingester(factory, featurizer).ingest_records(corpus[:60])
     reindex(factory=factory, featurizer=Featurizer(settings, featurizer.tokenizer))
     with factory() as session:
