@@ -8,9 +8,13 @@ For each size, in one process (single-threaded, as a server worker answers one r
 * index build from SQL (``LiveIndex`` first use: read every article's features, build the
   segment, save it) and load of the saved file by a second process-like instance;
 * memory: the segment's arrays, and the process's resident size before and after the build;
+* the dense part's model fitted as a reindex fits it (``pipeline.dense.fit_dense``; the
+  synthetic database is written without a reindex), its fit time and bytes per article;
 * one related query through the Python API (``RelatedArticles.related``, k = 10: engine state
-  check, SQL look-ups, candidates, exact cosine, suppression, explanations), a fresh session per
-  query as a web request has, p50 / p99 over ``--queries`` random articles;
+  check, SQL look-ups, sparse and dense candidates, exact blended score, suppression,
+  explanations), a fresh session per query as a web request has, p50 / p99 over ``--queries``
+  random articles; the same with the dense part off (``related.dense_weight = 0``) alternating
+  with it;
 * the index search alone for the same queries;
 * the reference side by side: exact whole-corpus cosine (scipy sparse product with every stored
   vector, the full scan the index avoids) on ``--exact-queries`` of them, and the recall@10 of
@@ -35,9 +39,11 @@ import scipy.sparse as sp
 from bench.related_synthetic import write_database
 from recengine.config import load_settings
 from recengine.index.view import RowFilter, SearchParams
+from recengine.pipeline.dense import fit_dense
 from recengine.recommend.live import LiveIndex, search_params
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.db import make_engine, make_session_factory
+from recengine.storage.state import read_state
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -87,6 +93,7 @@ def run_size(n: int, queries: int, exact_queries: int) -> None:
             print(f"building {db} (once)")
             write_database(db, settings, n)
         factory = make_session_factory(make_engine(settings.resolved_database_url))
+        fit = fit_dense_part(settings, factory)
         before = rss_mb()
         index = LiveIndex(settings, factory, background=False)
         start = time.perf_counter()
@@ -109,7 +116,24 @@ def run_size(n: int, queries: int, exact_queries: int) -> None:
             f"file: {files[0].stat().st_size / 1e6:.0f} MB"
             f"   process RSS {before:.0f} -> {rss_mb():.0f} MB"
         )
+        dense = index.dense_stats()
+        print(
+            f"  dense part: fit {fit:.1f} s, dims {dense['dims']}, "
+            f"{4 * dense['dims'] + (8 if n >= settings.dense.ivf_min else 0)} bytes per article "
+            f"({'IVF' if n >= settings.dense.ivf_min else 'flat'} FAISS index)"
+        )
         measure_queries(settings, index, factory, snap, n, queries, exact_queries)
+
+
+def fit_dense_part(settings: Any, factory: Any) -> float:
+    """The dense part's model fitted as a reindex fits it (the synthetic database is written
+    without a reindex); returns the seconds it took."""
+    with factory() as session:
+        version = read_state(session=session).active_model_version
+    assert version is not None
+    start = time.perf_counter()
+    fit_dense(factory, settings.dense, version)
+    return time.perf_counter() - start
 
 
 def measure_queries(
@@ -124,10 +148,16 @@ def measure_queries(
     rng = np.random.default_rng(1)
     picks = rng.choice(n, min(queries, n), replace=False)
     service = RelatedArticles(settings, index)
-    api, alone = Clock(), Clock()
+    sparse = settings.model_copy(
+        update={"related": settings.related.model_copy(update={"dense_weight": 0.0})}
+    )
+    no_dense = RelatedArticles(sparse, index)
+    api, plain, alone = Clock(), Clock(), Clock()
     for i in picks:
         with api, factory() as session:
             service.related(f"s{i}", session=session, k=10)
+        with plain, factory() as session:
+            no_dense.related(f"s{i}", session=session, k=10)
     params = search_params(settings)
     seg = snap.parts[0].segment
     for i in picks:
@@ -135,6 +165,7 @@ def measure_queries(
         with alone:
             snap.view.search(h, w, params, RowFilter(exclude_ids=seg.ids[[i]]), int(seg.ids[i]))
     print(f"  related query, Python API (k=10):  {percentiles(api.wall, api.cpu)}")
+    print(f"  the same, dense part off (w = 0):  {percentiles(plain.wall, plain.cpu)}")
     print(f"  index search alone:                {percentiles(alone.wall, alone.cpu)}")
     exact_reference(snap, params, picks[:exact_queries], statistics.median(alone.cpu))
 
