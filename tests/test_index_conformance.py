@@ -25,7 +25,7 @@ from tests.conftest import make_settings
 from tests.factories import javaguide_records
 from tests.test_related import repost
 
-# the dense kind fits a model from 10 articles on (the shipped rule waits for 1,000)
+# the dense kind fits a model from 10 articles on (the shipped rule waits for 100)
 DENSE = {"min_articles": 10, "dims": 8}
 
 
