@@ -65,6 +65,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "reindex",
         "Rebuild IDF, vectors and fingerprints from the stored articles.",
     ),
+    "override": (
+        "recengine.cli.override",
+        "override",
+        "Editors' overrides (list, add, remove), printed as JSON.",
+    ),
     "related": (
         "recengine.cli.related",
         "related",

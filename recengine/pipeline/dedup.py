@@ -22,6 +22,13 @@ then brought up to date with :meth:`update_version`, the last few inside the swi
 (``pipeline.switch``). :meth:`recluster` does the same in one transaction for the active
 version (a reference for tests and repairs).
 
+Every one of these paths, the Spark engine's included (:meth:`cluster_edges`), applies the
+editors' cluster overrides (``not_duplicate``, ``same_article``, ``canonical``) by the same
+rule (``pipeline.cluster_rules``): the plain paths above wherever no override can matter, the
+whole component where one can (``pipeline.override_clusters``). An override change
+recomputes the component of the articles it names (:meth:`regroup`) and marks them changed
+(``recommend.overrides``), so a reindex running meanwhile catches them up like an edit.
+
 The index of writers is the process's near-duplicate :class:`~recengine.index.follower.Follower`.
 Call :meth:`Deduplicator.prepare` before a write transaction: a first use or a model switch
 then loads (or builds) the index outside the writers' lock, and the sync inside the
@@ -40,15 +47,21 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings
 from recengine.derived.neardup import neardup_follower
 from recengine.derived.passages import passage_follower
-from recengine.features.neardup import NearDupCriterion
+from recengine.features.neardup import NearDupCriterion, Verdict
 from recengine.features.tfidf import SparseVector
 from recengine.index.candidates import Candidates
 from recengine.index.follower import Follower
 from recengine.index.neardup import IdArray, NearDupIndex
 from recengine.index.passages import PassageIndex
-from recengine.pipeline.clustering import Edge, Member, assign, leader_pass, rank_key
+from recengine.pipeline.clustering import Edge, Member, leader_pass, rank_key
 from recengine.pipeline.featurize import compared_of
 from recengine.pipeline.leader import Ids, Rank, relink
+from recengine.pipeline.override_clusters import (
+    constrained_rows,
+    near_overrides,
+    overridden,
+    regroup,
+)
 from recengine.storage.articles import titles_and_contents
 from recengine.storage.clusters import (
     MemberRow,
@@ -64,6 +77,7 @@ from recengine.storage.clusters import (
 from recengine.storage.db import transaction
 from recengine.storage.features import features_of
 from recengine.storage.index_rows import SqlIndexRows, index_rows
+from recengine.storage.overrides import CLUSTER_KINDS, relations_of_kinds
 from recengine.storage.state import read_state
 from recengine.text.compare import Compared
 
@@ -102,6 +116,14 @@ class Deduplicator:
                 stack.enter_context(follower.pending())
             yield
 
+    @contextmanager
+    def writing(self, factory: sessionmaker[Session]) -> Iterator[None]:
+        """:meth:`prepare`, then :meth:`pending`: around a write transaction of another kind
+        of change that calls :meth:`regroup` (an editor's cluster override)."""
+        self.prepare(factory)
+        with self.pending():
+            yield
+
     def prepare(self, factory: sessionmaker[Session]) -> None:
         """Bring the indexes up to date in a read transaction of their own: call before a write
         transaction, so that a load or build after a model switch happens outside its lock."""
@@ -127,6 +149,17 @@ class Deduplicator:
             return 0
         return self.update_version(session, seeds, version, self.synced(session))
 
+    def regroup(self, session: Session, changed: Iterable[int]) -> int:
+        """Recompute the whole components of ``changed`` articles under the active version's
+        cluster overrides, in the caller's (write) transaction (an override was added or
+        removed); returns the rows written."""
+        version = read_state(session=session).active_model_version
+        if version is None:
+            return 0
+        judging = _Judging(self, session, version)
+        nodes, members = regroup(session, version, self.synced(session), changed, judging)
+        return ClusterPlan(version, sorted(nodes), [_row(m) for m in members]).write(session)
+
     def update_version(
         self, session: Session, changed: Iterable[int], version: int, index: Candidates
     ) -> int:
@@ -146,6 +179,11 @@ class Deduplicator:
         live = {i for i in seeds if i in index}
         view = _SqlView(session, index, version, self, live)
         decided = relink(view, live, seeds - live)
+        looked_at = {c for found in view.found.values() for c in found.tolist()}
+        if near_overrides(session, version, set(decided) | looked_at):
+            judging = _Judging(self, session, version)
+            nodes, members = regroup(session, version, index, seeds, judging)
+            return ClusterPlan(version, sorted(nodes), [_row(m) for m in members])
         rows = [_row(m) for m in decided.values() if m is not None]
         return ClusterPlan(version, sorted(decided), rows)
 
@@ -176,7 +214,7 @@ class Deduplicator:
         """Clusters of ``version`` from verified ``edges`` (e.g. Spark's), replacing every row
         of that version in short transactions; returns the rows written."""
         with transaction(factory) as session:
-            members = self._assign(session, edges)
+            members = self._assign(session, version, edges)
         return self._write_version(factory, version, members)
 
     def save(self) -> None:
@@ -209,13 +247,16 @@ class Deduplicator:
             dates = published(session=session, article_ids=ids)
         ranks = {i: rank_key(i, dates.get(i)) for i in ids}
         block = _Block(self, reading, version)
-        return [_row(m) for m in leader_pass(ranks, pairs.a, pairs.b, block.verify, block.prefetch)]
+        plain = leader_pass(ranks, pairs.a, pairs.b, block.verify, block.prefetch)
+        with reading() as session:
+            members = overridden(session, version, index, plain, _Judging(self, session, version))
+        return [_row(m) for m in members]
 
-    def _assign(self, session: Session, edges: Sequence[Edge]) -> list[MemberRow]:
-        ids = sorted({x for e in edges for x in (e.a, e.b)})
-        dates = published(session=session, article_ids=ids)
-        ranks = {i: rank_key(i, dates.get(i)) for i in ids}
-        return [_row(m) for m in assign(ranks, edges)]
+    def _assign(self, session: Session, version: int, edges: Sequence[Edge]) -> list[MemberRow]:
+        """Rows from every verified edge of ``version`` (Spark's) under every cluster override."""
+        relations = relations_of_kinds(session=session, kinds=CLUSTER_KINDS)
+        judging = _Judging(self, session, version)
+        return [_row(m) for m in constrained_rows(session, edges, relations, judging)]
 
     def _judge(self, x: int, c: int, loaded: _Loaded) -> Edge | None:
         fps, vectors = loaded.fps, loaded.vectors
@@ -236,6 +277,29 @@ class Deduplicator:
         loaded.vectors.update({r.article_id: SparseVector.from_bytes(r.vector) for r in rows})
         texts = titles_and_contents(session=session, article_ids=[r.article_id for r in rows])
         loaded.raw.update(texts)
+
+
+class _Judging:
+    """:class:`recengine.pipeline.override_clusters.Judging` over one transaction."""
+
+    def __init__(self, dedup: Deduplicator, session: Session, version: int) -> None:
+        self.dedup, self.session, self.version = dedup, session, version
+        self.loaded = _Loaded()
+
+    def prefetch(self, ids: set[int]) -> None:
+        self.dedup._load(self.session, self.version, ids, self.loaded)
+
+    def known(self, article_id: int) -> bool:
+        return article_id in self.loaded.fps
+
+    def verdict(self, a: int, b: int) -> Verdict | None:
+        self.prefetch({a, b})
+        fps, vectors = self.loaded.fps, self.loaded.vectors
+        if a not in fps or b not in fps:
+            return None
+        strip = self.dedup.strip
+        ta, tb = self.loaded.compared(a, strip), self.loaded.compared(b, strip)
+        return self.dedup.criterion.judge(fps[a], vectors[a], fps[b], vectors[b], ta, tb)
 
 
 class _Block:

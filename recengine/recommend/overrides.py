@@ -22,11 +22,11 @@ brings it back into force) and listed with ``"active": false`` and the deleted i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -47,6 +47,7 @@ from recengine.storage.overrides import (
     add_override,
     delete_overrides,
     list_overrides,
+    mark_changed,
     matching,
     normalised,
     pins_of,
@@ -67,9 +68,6 @@ REPLACES: dict[str, tuple[str, ...]] = {
     BLOCK: (PIN,),
     PIN: (BLOCK,),
 }
-
-# (session, internal ids whose clusters an override change affects) -> None
-ClusterChange = Callable[[Session, Sequence[int]], None]
 
 
 @dataclass(frozen=True)
@@ -123,37 +121,48 @@ class NewOverride:
         return cls(kind, article, other, position, reason, by.strip())
 
 
+class ClusterMaintenance(Protocol):
+    """What keeps near-duplicate clusters right (``pipeline.dedup.Deduplicator``)."""
+
+    def regroup(self, session: Session, changed: Iterable[int]) -> int:
+        """Recompute the clusters ``changed`` articles are in, under the cluster overrides as
+        they now are, in the caller's write transaction."""
+        ...
+
+    def writing(self, factory: sessionmaker[Session]) -> AbstractContextManager[None]:
+        """The context a write transaction that calls :meth:`regroup` runs in."""
+        ...
+
+
 class Overrides:
     """The override use cases. One per process; thread-safe (state lives in SQL).
 
     Args:
         factory: sessions; :meth:`add` and :meth:`remove` commit a transaction of their own
             (``add_in`` / ``remove_in`` write in the caller's).
-        cluster_change: recomputes the near-duplicate clusters of the given articles inside
-            the write transaction (``pipeline.dedup``); None leaves clusters alone.
-        writing: a context the write transactions run in (the deduplicator's ``pending``,
-            which drops its index if the transaction rolls back).
+        clusters: recomputes the near-duplicate clusters a cluster override touches, inside
+            its write transaction; None leaves the rows alone (they are then right after the
+            next ingest touching them, or the next reindex).
     """
 
     def __init__(
-        self,
-        factory: sessionmaker[Session],
-        cluster_change: ClusterChange | None = None,
-        writing: Callable[[], AbstractContextManager[object]] = nullcontext,
+        self, factory: sessionmaker[Session], clusters: ClusterMaintenance | None = None
     ) -> None:
         self.factory = factory
-        self.cluster_change = cluster_change
-        self.writing = writing
+        self.clusters = clusters
 
     def add(self, new: NewOverride) -> dict[str, Any]:
         """Store ``new`` and commit (see :meth:`add_in`)."""
-        with self.writing(), transaction(self.factory) as session:
+        with self._writing(), transaction(self.factory) as session:
             return self.add_in(new, session=session)
 
     def remove(self, override_id: int) -> dict[str, Any]:
         """Delete an override and commit (see :meth:`remove_in`)."""
-        with self.writing(), transaction(self.factory) as session:
+        with self._writing(), transaction(self.factory) as session:
             return self.remove_in(override_id, session=session)
+
+    def _writing(self) -> AbstractContextManager[object]:
+        return nullcontext() if self.clusters is None else self.clusters.writing(self.factory)
 
     def add_in(self, new: NewOverride, *, session: Session) -> dict[str, Any]:
         """Store ``new`` in the caller's transaction (the caller commits).
@@ -164,7 +173,7 @@ class Overrides:
         Raises:
             NotFound: an article does not exist. Conflict: see the module docstring.
         """
-        begin_write(session=session)
+        seq = begin_write(session=session).seq
         found = internal_ids(session=session, external_ids=[new.article, new.other or new.article])
         for name in (new.article, new.other):
             if name is not None and name not in found:
@@ -195,7 +204,7 @@ class Overrides:
             if new.kind == PIN:
                 _place_pin(session, a, override_id, new.position)
         if created and new.kind in CLUSTER_KINDS:
-            self._clusters(session, [x for x in (a, b) if x is not None])
+            self._clusters(session, seq, [x for x in (a, b) if x is not None])
         (row,) = list_overrides(session=session, ids=[override_id])
         return {"override": as_dict(row), "created": created, "replaced": replaced}
 
@@ -205,7 +214,7 @@ class Overrides:
         Raises:
             NotFound: no override has this id.
         """
-        begin_write(session=session)
+        seq = begin_write(session=session).seq
         rows = list_overrides(session=session, ids=[override_id])
         if not rows:
             raise NotFound(f"no override with id {override_id}")
@@ -214,7 +223,8 @@ class Overrides:
         if row.kind == PIN:
             _place_pin(session, row.article_id, None, None)
         if row.kind in CLUSTER_KINDS:
-            self._clusters(session, [x for x in (row.article_id, row.other_id) if x is not None])
+            named = [x for x in (row.article_id, row.other_id) if x is not None]
+            self._clusters(session, seq, named)
         return as_dict(row)
 
     def listing(
@@ -246,9 +256,12 @@ class Overrides:
         )
         return [as_dict(r) for r in rows]
 
-    def _clusters(self, session: Session, ids: Sequence[int]) -> None:
-        if self.cluster_change is not None:
-            self.cluster_change(session, ids)
+    def _clusters(self, session: Session, seq: int, ids: Sequence[int]) -> None:
+        """The articles' clusters follow the change: recomputed now (the active version), and
+        marked changed for a reindex running meanwhile (its new version)."""
+        mark_changed(session=session, article_ids=ids, seq=seq)
+        if self.clusters is not None:
+            self.clusters.regroup(session, ids)
 
 
 def as_dict(row: OverrideRow) -> dict[str, Any]:

@@ -105,6 +105,24 @@ def add_override(
     return int(result.scalar_one())
 
 
+def live_ids(*, session: Session, article_ids: Sequence[int]) -> set[int]:
+    """Those of ``article_ids`` that name a live (not deleted) article."""
+    out: set[int] = set()
+    for chunk in in_chunks(list(article_ids)):
+        rows = session.scalars(
+            select(Article.id).where(Article.id.in_(chunk), Article.deleted_at.is_(None))
+        )
+        out.update(int(i) for i in rows)
+    return out
+
+
+def mark_changed(*, session: Session, article_ids: Sequence[int], seq: int) -> None:
+    """Give the articles ``seq`` as their last change (nothing else of theirs changes): a
+    reindex running meanwhile then catches their clusters up like an edit's."""
+    for chunk in in_chunks(list(article_ids)):
+        session.execute(update(Article).where(Article.id.in_(chunk)).values(seq=seq))
+
+
 def delete_overrides(*, session: Session, ids: Sequence[int]) -> None:
     for chunk in in_chunks(list(ids)):
         session.execute(delete(Override).where(Override.id.in_(chunk)))

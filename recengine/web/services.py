@@ -64,7 +64,7 @@ class Services:
     def overrides(self) -> Overrides:
         """Editorial overrides; cluster overrides recluster what they touch in their own
         transaction, with the ingester's near-duplicate index."""
-        return Overrides(self.factory)
+        return Overrides(self.factory, self.ingester.dedup)
 
     @cached_property
     def variants(self) -> Variants:
