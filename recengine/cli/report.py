@@ -27,9 +27,21 @@ if TYPE_CHECKING:
     show_default=True,
     help="Articles whose nearest neighbour is searched (exactly) for the histogram.",
 )
+@click.option(
+    "--days",
+    type=click.IntRange(min=1),
+    default=28,
+    show_default=True,
+    help="Days of reader feedback (CTR by variant and slot), up to the last day counted.",
+)
 @click.pass_obj
-def report(ctx: CliContext, output: Path, sample: int) -> None:
-    """Write an HTML report: nearest-neighbour distances, clusters, top terms, suppression."""
+def report(ctx: CliContext, output: Path, sample: int, days: int) -> None:
+    """Write an HTML report: nearest-neighbour distances, clusters, top terms, suppression.
+
+    With reader feedback counted, also the CTR by A/B variant and by slot with 95 % intervals,
+    and whether each variant's difference from the control is significant.
+    """
+    from recengine.recommend.ranking import Variants
     from recengine.report.data import gather
     from recengine.report.render import require_plotting, write_report
 
@@ -39,6 +51,8 @@ def report(ctx: CliContext, output: Path, sample: int) -> None:
         database=ctx.database,
         hamming_k=ctx.settings.features.hamming_k,
         sample=sample,
+        variants=Variants.from_settings(ctx.settings).names,
+        days=days,
     )
     page = write_report(data, output)
     click.echo(
@@ -46,3 +60,5 @@ def report(ctx: CliContext, output: Path, sample: int) -> None:
         f"{len(data.cluster_sizes)} duplicate clusters, {data.suppressed_pairs} suppressed "
         "recommendations"
     )
+    for comparison in data.ctr.comparisons if data.ctr else []:
+        click.echo(comparison.statement)

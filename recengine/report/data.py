@@ -7,14 +7,17 @@
 * clusters as stored in ``cluster_members``: sizes, the largest with their canonical titles;
 * top terms by document frequency, from the active IDF model;
 * suppression: every member of a cluster of size s hides the s - 1 others from its related
-  list, so a cluster suppresses s(s - 1) (article, duplicate) recommendations.
+  list, so a cluster suppresses s(s - 1) (article, duplicate) recommendations;
+* reader feedback: CTR by A/B variant and by slot over the last ``days`` days with counters
+  (``report.ctr``).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -22,8 +25,10 @@ import numpy.typing as npt
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.features.tfidf import IdfModel
+from recengine.report.ctr import CtrReport, ctr_report
 from recengine.storage.db import transaction
 from recengine.storage.features import load_model_payload
+from recengine.storage.feedback import last_day, totals_by
 from recengine.storage.state import read_state
 from recengine.storage.stats import (
     Counts,
@@ -54,6 +59,7 @@ class ReportData:
     cluster_sizes: list[int] = field(default_factory=list)
     largest: list[Cluster] = field(default_factory=list)
     top_terms: list[tuple[str, int, float]] = field(default_factory=list)
+    ctr: CtrReport | None = None
 
     @property
     def in_clusters(self) -> int:
@@ -86,8 +92,11 @@ def gather(
     largest: int = 20,
     terms: int = 40,
     seed: int = 1,
+    variants: Sequence[str] = ("default",),
+    days: int = 28,
 ) -> ReportData:
-    """Everything the report shows, read in short transactions."""
+    """Everything the report shows, read in short transactions (``variants``: the A/B test's,
+    control first; ``days``: of feedback, ending on the last day with counters)."""
     with transaction(factory) as session:
         version = read_state(session=session).active_model_version
         data = ReportData(
@@ -108,7 +117,17 @@ def gather(
         sizes = cluster_sizes(session=session)
         data.cluster_sizes = sorted((n + 1 for n in sizes.values()), reverse=True)
         data.largest = _largest(session, sizes, largest)
+        data.ctr = _feedback(session, variants, days)
     return data
+
+
+def _feedback(session: Session, variants: Sequence[str], days: int) -> CtrReport | None:
+    last = last_day(session=session)
+    if last is None:
+        return None
+    first = last - timedelta(days=days - 1)
+    rows = totals_by(session=session, first=first, last=last)
+    return ctr_report(rows, variants, (first.isoformat(), last.isoformat()))
 
 
 def top_terms(model: IdfModel, n: int) -> list[tuple[str, int, float]]:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from recengine.errors import ConfigError
+from recengine.report.ctr import plot_ctr, render_ctr
 from recengine.report.data import ReportData
 
 STYLE = """
@@ -91,6 +92,8 @@ def write_report(data: ReportData, folder: Path) -> Path:
             plot_nn_histogram(data, folder / "nn_hamming.png")
         if data.cluster_sizes:
             plot_cluster_sizes(data, folder / "cluster_sizes.png")
+        if data.ctr is not None and data.ctr.by_variant:
+            plot_ctr(data.ctr, folder / "ctr_by_slot.png", _pyplot())
         page = folder / "index.html"
         page.write_text(render_html(data), encoding="utf-8")
     except BaseException:
@@ -112,6 +115,7 @@ def render_html(data: ReportData) -> str:
         _neighbours(data),
         _clusters(data),
         _terms(data),
+        render_ctr(data.ctr),
         "</body></html>",
     ]
     return "\n".join(parts)
