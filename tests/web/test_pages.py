@@ -43,7 +43,9 @@ def test_demo_page_shows_the_article_escaped(client: FlaskClient) -> None:
     assert "&lt;script&gt;alert(&#34;t&#34;)&lt;/script&gt;&#34; onmouseover=&#34;alert(1)" in page
     assert "javascript:" not in page  # a non-http(s) URL is not linked
     assert 'data-recengine-article="a2"' in page and 'src="/widget.js"' in page
-    assert page.count("<script") == 1  # the widget, nothing else
+    # the widget and the editor view, from this origin, nothing inline
+    assert page.count("<script") == 2
+    assert 'src="/static/editor.js"' in page and "<script>" not in page
     csp = response.headers["Content-Security-Policy"]
     assert "script-src 'self'" in csp and "unsafe-inline" not in csp
     assert response.headers["X-Content-Type-Options"] == "nosniff"

@@ -12,6 +12,16 @@
  *   data-recengine-heading="相关文章"      the heading text
  *   data-recengine-link="/post/{id}"     link for articles stored without a URL ({id} is replaced)
  *   data-recengine-api="https://..."     API origin (default: where this script was loaded from)
+ *   data-recengine-reader="R"            the site's own reader id, if it has one: an A/B test
+ *                                        then gives this reader the same variant everywhere
+ *   data-recengine-feedback="off"        send no impressions or clicks
+ *
+ * Feedback: when at least half of the list has been on screen (IntersectionObserver), one
+ * impression per link shown is sent, and a click on a link sends a click; each names the list's
+ * article, its A/B variant (as the API's answer named it) and the link's 0-based slot. They go
+ * with navigator.sendBeacon (queued by the browser: never delays the page or a navigation), as
+ * text/plain (no CORS preflight), with no cookie. Without a reader id, the A/B split uses a
+ * random id of this tab (sessionStorage, never sent anywhere else; a new tab, a new id).
  *
  * It renders <section class="recengine-related"><h2>..</h2><ul><li><a href>title</a></li></ul>:
  * plain links in a list, so keyboards, screen readers and reader modes work. Every text is set
@@ -33,6 +43,8 @@
   var MAX_K = 50;
   var seq = 0;
   var script = document.currentScript;
+  var SEEN_RATIO = 0.5;
+  var tabId = null;
   var warned = {};
 
   // One console warning per page and cause: a site owner sees why the list is missing.
@@ -82,6 +94,7 @@
 
   function render(el, body) {
     var items = body && Array.isArray(body.items) ? body.items : [];
+    var slot = 0;
     var template = el.getAttribute("data-recengine-link");
     var list = document.createElement("ul");
     var unlinked = 0;
@@ -99,6 +112,7 @@
       link.className = "recengine-link";
       link.href = href;
       link.textContent = item.title || item.id;
+      link.setAttribute("data-recengine-slot", String(slot++));
       var entry = document.createElement("li");
       entry.className = "recengine-item";
       entry.appendChild(link);
@@ -129,6 +143,77 @@
     el.appendChild(section);
     el.hidden = false;
     el.removeAttribute("aria-busy");
+    var variant = body && typeof body.variant === "string" ? body.variant : "default";
+    watch(el, section, list, variant, slot);
+  }
+
+  // -- feedback: impressions and clicks -------------------------------------------------
+
+  function send(el, events) {
+    if (el.getAttribute("data-recengine-feedback") === "off" || !events.length) {
+      return;
+    }
+    var url = apiBase(el) + "/api/v1/feedback";
+    var data = JSON.stringify(events);
+    try {
+      if (navigator.sendBeacon && navigator.sendBeacon(url, new Blob([data], { type: "text/plain" }))) {
+        return;
+      }
+      fetch(url, { method: "POST", body: data, keepalive: true, credentials: "omit",
+                   headers: { "Content-Type": "text/plain" } }).catch(function () {});
+    } catch (e) {
+      // feedback is best effort: the list works without it
+    }
+  }
+
+  function event(type, el, variant, slot) {
+    return { type: type, article: el.getAttribute("data-recengine-article"), variant: variant, slot: slot };
+  }
+
+  function watch(el, section, list, variant, shown) {
+    list.addEventListener("click", function (e) {
+      var link = e.target && e.target.closest ? e.target.closest("a[data-recengine-slot]") : null;
+      if (link) {
+        send(el, [event("click", el, variant, Number(link.getAttribute("data-recengine-slot")))]);
+      }
+    });
+    if (typeof IntersectionObserver !== "function") {
+      return;
+    }
+    var observer = new IntersectionObserver(function (entries) {
+      for (var i = 0; i < entries.length; i++) {
+        if (entries[i].isIntersecting && entries[i].intersectionRatio >= SEEN_RATIO) {
+          observer.disconnect();
+          var events = [];
+          for (var slot = 0; slot < shown; slot++) {
+            events.push(event("impression", el, variant, slot));
+          }
+          send(el, events);
+          el.setAttribute("data-recengine-seen", "true");
+          return;
+        }
+      }
+    }, { threshold: [SEEN_RATIO] });
+    observer.observe(section);
+  }
+
+  function splitParams(el) {
+    var reader = el.getAttribute("data-recengine-reader");
+    if (reader) {
+      return "&reader=" + encodeURIComponent(reader);
+    }
+    if (tabId === null) {
+      try {
+        tabId = window.sessionStorage.getItem("recengine-session");
+        if (!tabId) {
+          tabId = Math.random().toString(36).slice(2) + Date.now().toString(36);
+          window.sessionStorage.setItem("recengine-session", tabId);
+        }
+      } catch (e) {  // storage refused (privacy settings): an id for this page view
+        tabId = tabId || Math.random().toString(36).slice(2);
+      }
+    }
+    return "&session=" + encodeURIComponent(tabId);
   }
 
   // A fetch that fails without an answer is either a server that cannot be reached or one that
@@ -166,7 +251,8 @@
     el.setAttribute("aria-busy", "true");
     el.hidden = true;
     var url =
-      apiBase(el) + "/api/v1/articles/" + encodeURIComponent(article) + "/related?k=" + kOf(el) + floorOf(el);
+      apiBase(el) + "/api/v1/articles/" + encodeURIComponent(article) + "/related?k=" + kOf(el) + floorOf(el) +
+      splitParams(el);
     var controller = typeof AbortController === "function" ? new AbortController() : null;
     var timer = controller ? setTimeout(function () { controller.abort(); }, TIMEOUT_MS) : null;
     fetch(url, {
