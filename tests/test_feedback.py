@@ -16,6 +16,7 @@ from recengine.errors import InvalidRequest, NotFound, Overloaded, RateLimited
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.feedback import CLICK, IMPRESSION, Event, FeedbackCounter, TokenBuckets
 from recengine.pipeline.ingest import Ingester
+from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.feedback import counts_between, totals_by
 from recengine.storage.models import FeedbackCount
 from tests.factories import record
@@ -142,3 +143,24 @@ def test_token_buckets_refill_and_forget_old_clients() -> None:
     for n in range(20):
         buckets.take(f"c{n}", 1, 1.0)
     assert len(buckets._buckets) <= 10
+
+
+def test_counters_of_several_processes_commit_side_by_side(
+    settings: Settings, factory: sessionmaker[Session], articles: list[str]
+) -> None:
+    """Two workers' counters on their own connections (on SQLite: two writers of one file)
+    commit at the same time without "database is locked": every request is acknowledged and
+    counted."""
+    engines = [make_engine(settings.resolved_database_url) for _ in range(2)]
+    counters = [FeedbackCounter(settings, make_session_factory(e), ["control"]) for e in engines]
+    futures = []
+    for n in range(200):
+        event = Event(IMPRESSION, articles[n % 3], "control", n % 5)
+        futures.append(counters[n % 2].submit([event, event], f"client-{n}"))
+    done = [f.result(timeout=60) for f in futures]
+    for c in counters:
+        c.close()
+    for e in engines:
+        e.dispose()
+    assert done == [2] * 200
+    assert sum(i for i, _ in totals(factory).values()) == 400

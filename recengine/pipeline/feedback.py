@@ -197,20 +197,28 @@ class FeedbackCounter:
 
     def _write(self, batch: list[_Request]) -> tuple[list[int], dict[str, int]]:
         """Commit the batch's counts; per request, the events counted (-1: unknown article),
-        and the live articles' internal ids."""
+        and the live articles' internal ids.
+
+        The ids are read in a transaction of their own and the counts written in another that
+        only writes: on SQLite a transaction that reads and then writes fails at once with
+        "database is locked" when another process (another worker's counter) committed in
+        between, where a write-only one waits its turn.
+        """
         names = sorted({e.article for r in batch for e in r.events})
         with transaction(self.factory) as session:
             known = article_ids(session=session, external_ids=names)
-            counts: dict[CountKey, tuple[int, int]] = {}
-            out = []
-            for r in batch:
-                if any(e.article not in known for e in r.events):
-                    out.append(-1)  # nothing of it is counted
-                    continue
-                for e in r.events:
-                    key = (r.day, known[e.article], e.variant, e.slot)
-                    shown, clicked = counts.get(key, (0, 0))
-                    counts[key] = (shown + (e.type == IMPRESSION), clicked + (e.type == CLICK))
-                out.append(len(r.events))
-            add_counts(session=session, counts=counts)
+        counts: dict[CountKey, tuple[int, int]] = {}
+        out = []
+        for r in batch:
+            if any(e.article not in known for e in r.events):
+                out.append(-1)  # nothing of it is counted
+                continue
+            for e in r.events:
+                key = (r.day, known[e.article], e.variant, e.slot)
+                shown, clicked = counts.get(key, (0, 0))
+                counts[key] = (shown + (e.type == IMPRESSION), clicked + (e.type == CLICK))
+            out.append(len(r.events))
+        if counts:
+            with transaction(self.factory) as session:
+                add_counts(session=session, counts=counts)
         return out, known
