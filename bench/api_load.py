@@ -26,10 +26,15 @@ Columns: answered and accepted (200) requests per second, latency of every answe
 accepted ones ("ok p99": what overload does to the requests a server takes), the share
 answered 503 (shed), errors (any other status, or no answer), and answers per worker process.
 
+With ``--feedback-rate N``, each server instead runs ``--rounds`` alternating rounds of the
+related load alone and with N reader-feedback events per second beside it
+(``bench.feedback_mix``): the related p99 with and without, and whether it moved by more than
+10 %.
+
 Usage::
 
     python -m bench.api_load [--articles 100000] [--workers 2 4] [--rate 200] [--seconds 30]
-        [--servers recengine gthread] [--keepalive]
+        [--servers recengine gthread] [--keepalive] [--feedback-rate 500 --rounds 3]
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bench import loadgen
+from bench import feedback_mix, loadgen
 from bench.corpus import real_docs, resample
 from recengine.config import Settings, load_settings
 from recengine.pipeline.featurize import Featurizer
@@ -126,12 +131,15 @@ LISTENING = re.compile(r"Listening at: (http://\S+)")
 
 
 @contextmanager
-def server(settings: Settings, workers: int, threads: int, kind: str) -> Iterator[str]:
+def server(
+    settings: Settings, workers: int, threads: int, kind: str, extra: dict[str, str] | None = None
+) -> Iterator[str]:
     """gunicorn with recengine's settings (``-c python:recengine.web.gunicorn_conf``, what
     ``recengine serve`` runs) and the worker class ``kind``; yields its base URL."""
     env = {
         **os.environ,
         **SERVER_ENV,
+        **(extra or {}),
         "RECENGINE_DATABASE_URL": settings.resolved_database_url,
         "RECENGINE_DATA_DIR": str(settings.data_dir),
     }
@@ -228,6 +236,14 @@ def main() -> None:
         default=["recengine"],
         help="worker classes to run side by side (gthread: the reference)",
     )
+    parser.add_argument(
+        "--feedback-rate",
+        type=float,
+        default=0.0,
+        help="reader-feedback events/s beside the related load (bench.feedback_mix); 0: off",
+    )
+    parser.add_argument("--feedback-batch", type=int, default=5, help="events per beacon")
+    parser.add_argument("--rounds", type=int, default=3, help="with --feedback-rate")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanups on kill
     RESULTS.mkdir(exist_ok=True)
@@ -239,6 +255,9 @@ def main() -> None:
     build(settings, db, args.articles, args.corpus)
     ids = sample_ids(settings, 2_000, seed=11)
     paths = [ENDPOINTS[args.endpoint].format(id=i) for i in ids]
+    if args.feedback_rate:
+        report(args, feedback_rounds(settings, args, paths, ids))
+        return
     print(HEADER)
     rows: dict[str, Any] = {}
     add(rows, "in-process (test client, 1 thread)", in_process(settings, paths))
@@ -255,6 +274,29 @@ def main() -> None:
                     load(base, ["/api/v1/health"], top, args),
                 )
     report(args, rows)
+
+
+def feedback_rounds(
+    settings: Settings, args: argparse.Namespace, paths: list[str], ids: list[str]
+) -> dict[str, Any]:
+    """The related load alone and with feedback beside it, per server (see the docstring)."""
+    common = {"keepalive": args.keepalive, "connections": args.connections}
+    bodies = feedback_mix.beacons(ids, args.feedback_batch)
+    beacons_rps = args.feedback_rate / args.feedback_batch
+    rows: dict[str, Any] = {}
+    for kind in args.servers:
+        for workers in args.workers:
+            with server(settings, workers, args.threads, kind, feedback_mix.FEEDBACK_ENV) as base:
+                for rate in args.rate:
+                    loadgen.run(base, paths, rate=rate, seconds=args.warmup, seed=1, **common)
+                    loadgen.run(base, bodies, rate=beacons_rps, seconds=args.warmup, **common)
+                    found = feedback_mix.compare(
+                        base, paths, bodies, rate, beacons_rps, common, args.seconds, args.rounds
+                    )
+                    name = f"{kind}, {workers}w, related {rate:.0f}/s"
+                    rows[name] = found
+                    print(feedback_mix.describe(name, found, args.feedback_batch), flush=True)
+    return rows
 
 
 HEADER = (
@@ -282,7 +324,8 @@ def report(args: argparse.Namespace, rows: dict[str, Any]) -> None:
         f"load average after: {load_avg[0]:.2f} {load_avg[1]:.2f} {load_avg[2]:.2f}"
     )
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"api_load_{args.endpoint}_{args.corpus}_{args.articles}.json"
+    mode = "_feedback" if args.feedback_rate else ""
+    out = RESULTS / f"api_load_{args.endpoint}{mode}_{args.corpus}_{args.articles}.json"
     out.write_text(json.dumps({"args": vars(args) | {"db": str(args.db)}, "rows": rows}, indent=2))
 
 

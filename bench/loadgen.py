@@ -84,7 +84,7 @@ class _Connection:
         self.reader, self.writer = reader, writer
 
     async def get(self, request: bytes) -> tuple[int, str, bool]:
-        """Send one GET; read the whole answer (Content-Length): status, worker, closed."""
+        """Send one request; read the whole answer (Content-Length): status, worker, closed."""
         self.writer.write(request)
         await self.writer.drain()
         status_line = await self.reader.readline()
@@ -103,6 +103,21 @@ class _Connection:
         return status, worker, close
 
 
+# A GET of a path, or a POST of (path, body) as navigator.sendBeacon sends it (text/plain).
+Target = str | tuple[str, bytes]
+
+
+def _request(target: Target, headers: str) -> bytes:
+    if isinstance(target, str):
+        return f"GET {target} HTTP/1.1\r\n{headers}\r\n".encode()
+    path, body = target
+    head = (
+        f"POST {path} HTTP/1.1\r\n{headers}Content-Type: text/plain;charset=UTF-8\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
 async def _open(host: str, port: int) -> _Connection:
     reader, writer = await asyncio.open_connection(host, port)
     return _Connection(reader, writer)
@@ -110,7 +125,7 @@ async def _open(host: str, port: int) -> _Connection:
 
 async def _run(
     base: str,
-    paths: Sequence[str],
+    paths: Sequence[Target],
     rate: float,
     seconds: float,
     connections: int,
@@ -131,10 +146,10 @@ async def _run(
 
     close = "" if keepalive else "Connection: close\r\n"
 
-    async def one(at: float, path: str) -> None:
+    async def one(at: float, path: Target) -> None:
         await asyncio.sleep(max(0.0, at - loop.time()))
         connection = await pool.get()
-        request = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{close}\r\n".encode()
+        request = _request(path, f"Host: {host}:{port}\r\n{close}")
         try:
             async with asyncio.timeout(timeout):
                 if connection is None:
@@ -176,7 +191,7 @@ async def _run(
 
 def run(
     base: str,
-    paths: Sequence[str],
+    paths: Sequence[Target],
     *,
     rate: float,
     seconds: float,
@@ -185,7 +200,8 @@ def run(
     keepalive: bool = False,
     timeout: float | None = None,
 ) -> Result:
-    """Send ``rate`` GET requests per second for ``seconds`` to random ``paths`` of ``base``.
+    """Send ``rate`` requests per second for ``seconds`` to random ``paths`` of ``base`` (a
+    path is a GET; a ``(path, body)`` pair a text/plain POST, as a beacon).
 
     At most ``connections`` requests are in flight; more wait (their latency counts from their
     scheduled time). ``timeout``: a request not answered within it (from when it got its

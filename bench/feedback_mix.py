@@ -1,0 +1,122 @@
+"""``bench.api_load --feedback-rate``: does reader feedback slow the related endpoint down?
+
+For each server, rounds alternate between the related load alone (the reference) and the same
+related load with a feedback stream beside it: ``--feedback-rate`` events per second, sent as
+beacons of ``--feedback-batch`` events (``POST /api/v1/feedback``, text/plain, as the widget's
+``navigator.sendBeacon``), each to a random article, variant ``default``, slots 0..batch-1.
+Both streams are open loop (``bench.loadgen``), on their own event loops in two threads of this
+process. Alternating rounds (A B A B ...) keeps a drift of the machine's load from passing for
+an effect; the verdict compares the medians of the related stream's accepted-request p99.
+
+All beacons come from one address here, where a site's come from many readers: the server is
+started with the per-client rate limit raised (``FEEDBACK_ENV``) so that the limiter measures
+its cost without refusing the stream.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import threading
+from typing import Any
+
+from bench import loadgen
+
+FEEDBACK_ENV = {
+    "RECENGINE_FEEDBACK__CLIENT_RATE": "1000000",
+    "RECENGINE_FEEDBACK__CLIENT_BURST": "1000000",
+}
+TARGET = 0.10  # the related p99 may move by at most 10 %
+
+
+def beacons(ids: list[str], batch: int, count: int = 2_000, seed: int = 3) -> list[loadgen.Target]:
+    """``count`` distinct beacon bodies of ``batch`` events each."""
+    rnd = random.Random(seed)
+    out: list[loadgen.Target] = []
+    for _ in range(count):
+        article = rnd.choice(ids)
+        events = [
+            {"type": "impression", "article": article, "variant": "default", "slot": s}
+            for s in range(batch)
+        ]
+        if rnd.random() < 0.05:  # some lists get a click
+            events.append({"type": "click", "article": article, "variant": "default", "slot": 0})
+        out.append(("/api/v1/feedback", json.dumps(events).encode()))
+    return out
+
+
+def mixed(
+    base: str,
+    related: list[str],
+    feedback: list[loadgen.Target],
+    rate: float,
+    feedback_rps: float,
+    common: dict[str, Any],
+    seconds: float,
+    seed: int,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The related load and, beside it, the feedback load: both summaries."""
+    found: dict[str, Any] = {}
+
+    def side() -> None:
+        found["feedback"] = loadgen.run(
+            base, feedback, rate=feedback_rps, seconds=seconds, seed=seed + 1000, **common
+        ).summary()
+
+    thread = threading.Thread(target=side)
+    thread.start()
+    main = loadgen.run(base, related, rate=rate, seconds=seconds, seed=seed, **common).summary()
+    thread.join()
+    return main, found["feedback"]
+
+
+def compare(
+    base: str,
+    related: list[str],
+    feedback: list[loadgen.Target],
+    rate: float,
+    feedback_rps: float,
+    common: dict[str, Any],
+    seconds: float,
+    rounds: int,
+) -> dict[str, Any]:
+    """Alternating rounds; the medians of both conditions and the verdict."""
+    alone, beside, streams = [], [], []
+    for n in range(rounds):
+        alone.append(
+            loadgen.run(base, related, rate=rate, seconds=seconds, seed=10 + n, **common).summary()
+        )
+        main, side = mixed(base, related, feedback, rate, feedback_rps, common, seconds, 10 + n)
+        beside.append(main)
+        streams.append(side)
+    p99_alone = statistics.median(r["ok_p99_ms"] for r in alone)
+    p99_beside = statistics.median(r["ok_p99_ms"] for r in beside)
+    change = p99_beside / p99_alone - 1 if p99_alone else 0.0
+    return {
+        "alone": alone,
+        "with_feedback": beside,
+        "feedback": streams,
+        "p99_alone_ms": p99_alone,
+        "p99_with_feedback_ms": p99_beside,
+        "p50_alone_ms": statistics.median(r["p50_ms"] for r in alone),
+        "p50_with_feedback_ms": statistics.median(r["p50_ms"] for r in beside),
+        "p99_change": change,
+        "met": change <= TARGET,
+    }
+
+
+def describe(name: str, result: dict[str, Any], batch: int) -> str:
+    fb = result["feedback"]
+    beacon_ok = statistics.median(r["ok_rps"] for r in fb)
+    failed = sum(r["errors"] for r in fb)
+    shed = statistics.median(r["shed_share"] for r in fb)
+    return (
+        f"{name}: related ok p99 {result['p99_alone_ms']:.2f} ms alone, "
+        f"{result['p99_with_feedback_ms']:.2f} ms with feedback ({result['p99_change']:+.1%}; "
+        f"target <= +{TARGET:.0%}: {'met' if result['met'] else 'MISSED'}); p50 "
+        f"{result['p50_alone_ms']:.2f} -> {result['p50_with_feedback_ms']:.2f} ms; feedback "
+        f"{beacon_ok * batch:.0f} events/s accepted ({beacon_ok:.0f} beacons/s of {batch}), "
+        f"p99 {statistics.median(r['ok_p99_ms'] for r in fb):.2f} ms, shed {shed:.1%}, "
+        f"errors {failed}"
+    )
