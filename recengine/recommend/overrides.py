@@ -3,10 +3,10 @@
 Each override is written in one transaction under the writers' lock
 (``state.begin_write``), so it is ordered with ingest and reindex switches. Overrides that
 decide near-duplicate clusters (``not_duplicate``, ``same_article``, ``canonical``) recompute
-the clusters they touch in that same transaction (``cluster_change``), so every process reads
-the corrected clusters from the commit on; the others are read by every related list and
-feed as it is made (``recommend.curation``), so they too hold from the commit on, in every
-process.
+the clusters they touch in that same transaction (:class:`ClusterMaintenance`, the
+deduplicator), so every process reads the corrected clusters from the commit on; the others
+are read by every related list and feed as it is made (``recommend.curation``), so they too
+hold from the commit on, in every process.
 
 Editorial decisions replace the ones they contradict: a ``block`` of a pair removes its
 ``pin`` (either way) and a ``pin`` removes its ``block``; ``same_article`` and
