@@ -283,7 +283,23 @@ def feedback_rounds(
     common = {"keepalive": args.keepalive, "connections": args.connections}
     bodies = feedback_mix.beacons(ids, args.feedback_batch)
     beacons_rps = args.feedback_rate / args.feedback_batch
-    rows: dict[str, Any] = {}
+    with_limits = settings.model_copy(
+        update={
+            "feedback": settings.feedback.model_copy(
+                update={"client_rate": 1e6, "client_burst": 10**6}
+            )
+        }
+    )
+    costs = feedback_mix.cpu_costs(create_app(with_limits), paths, bodies, 500)
+    share = costs["beacon_cpu_ms"] * beacons_rps / 1e3
+    print(
+        f"in-process CPU per request, one at a time: related {costs['related_cpu_ms']:.2f} ms, "
+        f"beacon of {args.feedback_batch} events {costs['beacon_cpu_ms']:.2f} ms (each its own "
+        f"group commit: the upper bound); {beacons_rps:.0f} beacons/s at that cost = {share:.0%}"
+        " of a core",
+        flush=True,
+    )
+    rows: dict[str, Any] = {"in-process": costs}
     for kind in args.servers:
         for workers in args.workers:
             with server(settings, workers, args.threads, kind, feedback_mix.FEEDBACK_ENV) as base:

@@ -19,6 +19,7 @@ import json
 import random
 import statistics
 import threading
+import time
 from typing import Any
 
 from bench import loadgen
@@ -43,6 +44,31 @@ def beacons(ids: list[str], batch: int, count: int = 2_000, seed: int = 3) -> li
         if rnd.random() < 0.05:  # some lists get a click
             events.append({"type": "click", "article": article, "variant": "default", "slot": 0})
         out.append(("/api/v1/feedback", json.dumps(events).encode()))
+    return out
+
+
+def cpu_costs(
+    app: Any, related: list[str], feedback: list[loadgen.Target], n: int
+) -> dict[str, float]:
+    """CPU milliseconds per request of this process (all its threads, the feedback commit
+    thread included), through Flask's test client: what each kind costs, whatever the load of
+    the machine (wall-clock latency on a shared machine measures the other sessions too).
+    One request at a time, so each beacon is a group commit of its own (two transactions):
+    the upper bound of its cost; under traffic a commit carries many."""
+    client = app.test_client()
+    for path in related[:50]:
+        client.get(path)  # warm: models and indexes loaded
+    out = {}
+    t0 = time.process_time()
+    for path in related[:n]:
+        client.get(path)
+    out["related_cpu_ms"] = (time.process_time() - t0) / min(n, len(related)) * 1e3
+    t0 = time.process_time()
+    for target in feedback[:n]:
+        assert isinstance(target, tuple)
+        answer = client.post(target[0], data=target[1], content_type="text/plain")
+        assert answer.status_code == 200, answer.get_data(as_text=True)
+    out["beacon_cpu_ms"] = (time.process_time() - t0) / min(n, len(feedback)) * 1e3
     return out
 
 
