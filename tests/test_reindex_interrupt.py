@@ -31,6 +31,19 @@ from recengine.storage.state import read_state
 from tests.factories import csl_records, javaguide_records
 
 RECENGINE = str(Path(sys.executable).with_name("recengine"))
+# The reindex is started through this, so that it takes Ctrl-C as a terminal gives it however
+# the suite itself was started. A runner started in the background of a script (``scripts/test
+# &``: no job control) has SIGINT ignored, a child inherits that across exec, and CPython installs
+# its KeyboardInterrupt handler only when SIGINT is not ignored: the reindex would then never
+# see the test's SIGINT and the test would time out (both Ctrl-C tests failed so in a suite run
+# in the background, and passed in the foreground). The wrapper restores the default
+# disposition, then becomes the command (same pid, so signals reach it).
+SIGINT_DEFAULT = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])",
+]
 
 
 def full_state(factory: sessionmaker[Session]) -> dict[str, Any]:
@@ -125,7 +138,7 @@ def run_until(
     """
     reached = settings.data_dir.parent / "holds" / f"{hold.partition('@')[0]}.reached"
     proc = subprocess.Popen(
-        [RECENGINE, "reindex"],
+        [*SIGINT_DEFAULT, RECENGINE, "reindex"],
         env=environment(settings, hold),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -214,6 +227,21 @@ def kill_rerun_compare(
     reindex(factory=factory, featurizer=featurizer, resume=False)  # uninterrupted reference
     assert full_state(factory) == resumed
     assert resumed["versions"] == 1 and len(resumed["features"]) == 1200
+
+
+def test_the_reindex_takes_ctrl_c_even_when_the_suite_ignores_it() -> None:
+    """What the Ctrl-C tests rely on, checked as a runner started in the background is."""
+    shows = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        plain = subprocess.run([sys.executable, "-c", shows], capture_output=True, text=True)
+        wrapped = subprocess.run(
+            [*SIGINT_DEFAULT, sys.executable, "-c", shows], capture_output=True, text=True
+        )
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert plain.stdout.strip() == "False"  # what a child of such a runner inherits
+    assert wrapped.stdout.strip() == "True", wrapped.stderr
 
 
 @pytest.mark.slow
