@@ -35,6 +35,7 @@ from recengine.pipeline.reindex import reindex
 from recengine.storage.clusters import clusters_of
 from recengine.storage.models import Article, ArticleFeatures
 from recengine.storage.state import read_state
+from recengine.text.compare import Compared
 
 
 def labelled(data: Path | None = None) -> dict[str, list[Doc]]:
@@ -134,7 +135,7 @@ class Stored:
         self,
         rows: list[int],
         judge: NearDupCriterion,
-        shingles: list[np.ndarray[Any, Any]] | None = None,
+        shingles: list[Compared] | None = None,
     ) -> int:
         """Pairs among ``rows`` that are near-duplicates (:meth:`is_duplicate`)."""
         return sum(
@@ -148,11 +149,12 @@ class Stored:
         a: int,
         b: int,
         judge: NearDupCriterion,
-        shingles: list[np.ndarray[Any, Any]] | None = None,
+        shingles: list[Compared] | None = None,
     ) -> bool:
         """Whether rows ``a`` and ``b`` are near-duplicates: same cluster, or the criterion on
-        the stored vectors (cosine), or, with ``shingles`` (row ``i``'s text shingles), the
-        criterion on the texts (resemblance): any of them saying so is enough."""
+        the stored vectors (cosine), or, with ``shingles`` (row ``i``'s compared text,
+        ``Featurizer.compared``), the criterion on the texts (resemblance or containment): any
+        of them saying so is enough."""
         if self.clusters[a] == self.clusters[b] != -1:
             return True
         fa, fb = int(self.fingerprints[a]), int(self.fingerprints[b])

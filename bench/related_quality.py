@@ -72,7 +72,6 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.recommend.live import LiveIndex, search_params
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.features import load_model_payload
-from recengine.text.shingles import shingles
 
 K = 10
 
@@ -144,9 +143,7 @@ def evaluate(
         counts = [
             featurizer.analyze(by_id[e].title, by_id[e].content).counts for e in stored.external
         ]
-        texts = [
-            shingles(featurizer.text(by_id[e].title, by_id[e].content)) for e in stored.external
-        ]
+        texts = [featurizer.compared(by_id[e].title, by_id[e].content) for e in stored.external]
         mlt = TfidfVectorizer(model, 25)
         top25 = [list(mlt.transform(c).terms) for c in counts]
         qrows = [row[q.id] for q in queries]
