@@ -35,6 +35,14 @@ Usage::
 
     python -m bench.api_load [--articles 100000] [--workers 2 4] [--rate 200] [--seconds 30]
         [--servers recengine gthread] [--keepalive] [--feedback-rate 500 --rounds 3]
+        [--hit-mix 0.9] [--conditional]
+
+Cacheable answers (``recengine.web.answers``): ``--hit-mix H`` sends a share H of the requests
+to 100 popular lists (cached after their first answer) and the rest to distinct lists (each
+``(article, k)`` about once: misses computed in full), as a site's traffic with a few
+articles on its front page; ``--conditional`` makes the generator a revalidating client
+(``If-None-Match`` with the ETag it saw last for the path; 304s count as answers). The
+server's own count of cache hits and misses (``/metrics``) is printed beside each row.
 """
 
 from __future__ import annotations
@@ -74,7 +82,8 @@ URL_LINE = re.compile(r" on (http://\S+/) ")
 # take 0 (issue 3's "all terms"); a cap above any article's term count means the same. The
 # server gets the same settings (SERVER_ENV).
 SYNTHETIC_OVERRIDES: dict[str, Any] = {"features": {"simhash_top_n": 100_000}}
-SERVER_ENV = {"RECENGINE_FEATURES__SIMHASH_TOP_N": "100000"}
+SERVER_ENV = {"RECENGINE_FEATURES__SIMHASH_TOP_N": "100000", "RECENGINE_METRICS__PUBLIC": "true"}
+HOT = 100  # popular lists of --hit-mix
 ENDPOINTS = {
     "related": "/api/v1/articles/{id}/related?k=10",
     "article": "/api/v1/articles/{id}",
@@ -201,10 +210,44 @@ def in_process(settings: Settings, paths: list[str]) -> dict[str, float]:
     return result.summary()
 
 
-def load(base: str, paths: list[str], rate: float, args: argparse.Namespace) -> dict[str, float]:
-    common = {"rate": rate, "keepalive": args.keepalive, "connections": args.connections}
+def load(base: str, paths: list[str], rate: float, args: argparse.Namespace) -> dict[str, Any]:
+    common: dict[str, Any] = {
+        "rate": rate,
+        "keepalive": args.keepalive,
+        "connections": args.connections,
+        "etags": {} if args.conditional else None,
+    }
     loadgen.run(base, paths, seconds=args.warmup, seed=1, **common)
-    return loadgen.run(base, paths, seconds=args.seconds, seed=2, **common).summary()
+    before = cache_counts(base)
+    summary = loadgen.run(base, paths, seconds=args.seconds, seed=2, **common).summary()
+    after = cache_counts(base)
+    summary["cache"] = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    return summary
+
+
+def mixed_paths(ids: list[str], hit_mix: float) -> list[str]:
+    """``hit_mix`` of the draws on ``HOT`` popular lists, the rest on distinct ``(id, k)``."""
+    hot = [ENDPOINTS["related"].format(id=i) for i in ids[:HOT]]
+    cold = [f"/api/v1/articles/{i}/related?k={k}" for i in ids[HOT:] for k in range(5, 30)]
+    repeat = max(1, round(hit_mix / (1 - hit_mix) * len(cold) / len(hot)))
+    return cold + hot * repeat
+
+
+def cache_counts(base: str) -> dict[str, float]:
+    """The server's cache results (``recengine_cache_requests_total``), summed over workers."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(base.rstrip("/") + "/metrics", timeout=30) as reply:
+        text = reply.read().decode()
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "recengine_cache_requests_total":
+                result = sample.labels["result"]
+                out[result] = out.get(result, 0) + sample.value
+    return out
 
 
 def main() -> None:
@@ -229,6 +272,8 @@ def main() -> None:
         default=64,
         help="requests in flight at most (more wait in the generator, their latency counting)",
     )
+    parser.add_argument("--hit-mix", type=float, default=None, help="share on popular lists")
+    parser.add_argument("--conditional", action="store_true", help="send If-None-Match")
     parser.add_argument(
         "--servers",
         nargs="+",
@@ -258,9 +303,12 @@ def main() -> None:
     if args.feedback_rate:
         report(args, feedback_rounds(settings, args, paths, ids))
         return
+    if args.hit_mix is not None:
+        paths = mixed_paths(ids, args.hit_mix)
     print(HEADER)
     rows: dict[str, Any] = {}
-    add(rows, "in-process (test client, 1 thread)", in_process(settings, paths))
+    sample = random.Random(3).sample(paths, min(len(paths), 2_000))
+    add(rows, "in-process (test client, 1 thread)", in_process(settings, sample))
     for kind in args.servers:
         for workers in args.workers:
             with server(settings, workers, args.threads, kind) as base:
@@ -324,10 +372,13 @@ HEADER = (
 def add(rows: dict[str, Any], name: str, r: dict[str, Any]) -> None:
     rows[name] = r
     spread = "/".join(str(n) for n in r.get("workers", {}).values()) or "-"
+    cache = r.get("cache") or {}
+    served = sum(cache.values())
+    hits = f"  cache hits {cache.get('hit', 0) / served:.0%} of {served:.0f}" if served else ""
     print(
         f"{name:36} {r['throughput_rps']:6.1f} {r['ok_rps']:6.1f} {r['p50_ms']:7.2f} "
         f"{r['p99_ms']:8.2f} {r['max_ms']:8.1f} {r['ok_p99_ms']:8.2f} "
-        f"{r['shed_share']:6.1%} {r['errors']:6d}  {spread}",
+        f"{r['shed_share']:6.1%} {r['errors']:6d}  {spread}{hits}",
         flush=True,
     )
 
@@ -341,7 +392,8 @@ def report(args: argparse.Namespace, rows: dict[str, Any]) -> None:
     )
     RESULTS.mkdir(exist_ok=True)
     mode = "_feedback" if args.feedback_rate else ""
-    out = RESULTS / f"api_load_{args.endpoint}{mode}_{args.corpus}_{args.articles}.json"
+    mix = f"_mix{args.hit_mix}" if args.hit_mix is not None else ""
+    out = RESULTS / f"api_load_{args.endpoint}{mode}_{args.corpus}_{args.articles}{mix}.json"
     out.write_text(json.dumps({"args": vars(args) | {"db": str(args.db)}, "rows": rows}, indent=2))
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 SHED = 503  # the server's answer past capacity (with Retry-After): counted apart from errors
+OK = (200, 304)  # an answer, or "not modified" to a conditional request
 
 
 @dataclass
@@ -48,7 +49,7 @@ class Result:
     @property
     def failed(self) -> int:
         """Answers other than 200 and 503, and requests that got no answer."""
-        bad = sum(n for status, n in self.statuses.items() if status not in (200, SHED))
+        bad = sum(n for status, n in self.statuses.items() if status not in (*OK, SHED))
         return bad + sum(self.errors.values())
 
     def summary(self) -> dict[str, Any]:
@@ -83,13 +84,14 @@ class _Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer = reader, writer
 
-    async def get(self, request: bytes) -> tuple[int, str, bool]:
-        """Send one request; read the whole answer (Content-Length): status, worker, closed."""
+    async def get(self, request: bytes) -> tuple[int, str, bool, str | None]:
+        """Send one request; read the whole answer (Content-Length): status, worker, closed,
+        ETag."""
         self.writer.write(request)
         await self.writer.drain()
         status_line = await self.reader.readline()
         status = int(status_line.split(b" ", 2)[1])
-        length, close, worker = 0, False, "?"
+        length, close, worker, etag = 0, False, "?", None
         while (line := await self.reader.readline()) not in (b"\r\n", b""):
             name, _, value = line.partition(b":")
             name = name.strip().lower()
@@ -99,8 +101,10 @@ class _Connection:
                 close = True
             elif name == b"x-recengine-worker":
                 worker = value.strip().decode()
+            elif name == b"etag":
+                etag = value.strip().decode()
         await self.reader.readexactly(length)
-        return status, worker, close
+        return status, worker, close, etag
 
 
 # A GET of a path, or a POST of (path, body) as navigator.sendBeacon sends it (text/plain).
@@ -132,6 +136,7 @@ async def _run(
     seed: int,
     keepalive: bool,
     timeout: float | None,
+    etags: dict[str, str] | None = None,
 ) -> Result:
     parts = urlsplit(base)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
@@ -149,18 +154,22 @@ async def _run(
     async def one(at: float, path: Target) -> None:
         await asyncio.sleep(max(0.0, at - loop.time()))
         connection = await pool.get()
-        request = _request(path, f"Host: {host}:{port}\r\n{close}")
+        known = etags.get(path) if etags is not None and isinstance(path, str) else None
+        condition = f"If-None-Match: {known}\r\n" if known else ""
+        request = _request(path, f"Host: {host}:{port}\r\n{close}{condition}")
         try:
             async with asyncio.timeout(timeout):
                 if connection is None:
                     connection = await _open(host, port)
-                status, worker, closed = await connection.get(request)
+                status, worker, closed, etag = await connection.get(request)
+            if etags is not None and status == 200 and etag and isinstance(path, str):
+                etags[path] = etag  # a client (browser, CDN) that revalidates next time
             if closed or not keepalive:  # a shed answer closes even a kept-alive connection
                 connection.writer.close()
                 connection = None
             took = loop.time() - at
             result.latencies.append(took)
-            if status == 200:
+            if status in OK:
                 result.ok_latencies.append(took)
             elif status == SHED:
                 result.shed_latencies.append(took)
@@ -199,12 +208,17 @@ def run(
     seed: int = 7,
     keepalive: bool = False,
     timeout: float | None = None,
+    etags: dict[str, str] | None = None,
 ) -> Result:
     """Send ``rate`` requests per second for ``seconds`` to random ``paths`` of ``base`` (a
     path is a GET; a ``(path, body)`` pair a text/plain POST, as a beacon).
 
     At most ``connections`` requests are in flight; more wait (their latency counts from their
     scheduled time). ``timeout``: a request not answered within it (from when it got its
-    connection) counts as an error, ``TimeoutError``.
+    connection) counts as an error, ``TimeoutError``. ``etags``: send conditional requests
+    (``If-None-Match`` with the last ETag seen for the path, learnt into this dict); a 304
+    counts as an answer like a 200.
     """
-    return asyncio.run(_run(base, paths, rate, seconds, connections, seed, keepalive, timeout))
+    return asyncio.run(
+        _run(base, paths, rate, seconds, connections, seed, keepalive, timeout, etags)
+    )

@@ -85,6 +85,8 @@ class IndexSettings(_Section):
     """How every derived index follows SQL (``index.follower``)."""
 
     sync_interval_s: float = Field(default=0.0, ge=0.0, le=3_600.0)
+    listen: bool = True
+    listen_interval_s: float = Field(default=5.0, ge=0.0, le=3_600.0)
     save_after: int = Field(default=10_000, ge=1)
     persist: bool = True
     build_batch: int = Field(default=5_000, ge=1, le=1_000_000)
@@ -259,6 +261,29 @@ class WebSettings(_Section):
         return value
 
 
+class LogSettings(_Section):
+    """Server logs (``recengine.web.logs``). Documented in ``config/defaults.toml``."""
+
+    format: Literal["text", "json"] = "text"
+    access: bool = False
+
+
+class CacheSettings(_Section):
+    """Cacheable answers (``recengine.web.answers``). Documented in ``config/defaults.toml``."""
+
+    enabled: bool = True
+    max_bytes: int = Field(default=64_000_000, ge=0)
+    max_age_s: int = Field(default=60, ge=0, le=31_536_000)
+    stale_while_revalidate_s: int = Field(default=300, ge=0, le=31_536_000)
+
+
+class MetricsSettings(_Section):
+    """``/metrics`` (``recengine.web.metrics``). Documented in ``config/defaults.toml``."""
+
+    enabled: bool = True
+    public: bool = False
+
+
 class Settings(BaseSettings):
     """Every setting of a deployment. Frozen: build a new one with ``model_copy(update=...)``."""
 
@@ -286,6 +311,9 @@ class Settings(BaseSettings):
     reindex: ReindexSettings = ReindexSettings()
     spark: SparkSettings = SparkSettings()
     web: WebSettings = WebSettings()
+    cache: CacheSettings = CacheSettings()
+    log: LogSettings = LogSettings()
+    metrics: MetricsSettings = MetricsSettings()
 
     @field_validator("database_url")
     @classmethod

@@ -76,6 +76,9 @@ class NearDupKind(IndexKind[NearDupIndex]):
     def size(self, index: NearDupIndex) -> int:
         return len(index)
 
+    def nbytes(self, index: NearDupIndex) -> int:
+        return index.memory_bytes()  # the FAISS tables, not only the saved arrays
+
 
 def neardup_follower(settings: Settings) -> Follower[NearDupIndex]:
     """A process's near-duplicate index (radius ``features.hamming_k``), following SQL; saved

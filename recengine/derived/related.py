@@ -65,6 +65,9 @@ class RelatedKind(IndexKind[IndexView]):
     def describe(self, index: IndexView) -> dict[str, Any]:
         return {"segments": len(index.parts)}
 
+    def nbytes(self, index: IndexView) -> int:
+        return sum(p.segment.nbytes + p.alive.nbytes for p in index.parts)
+
     def compaction_due(self, index: IndexView) -> bool:
         return layered.compaction_due(index, self.related.delta_max_rows)
 

@@ -30,6 +30,10 @@ the same changes to the same start state and ends with the same index.
 may answer from the held index without reading the position again; 0 = before every answer (one
 indexed read of the state row, plus the changed rows if any), so a write committed through one
 process is in the next answer of every process. Writers always sync (``fresh=True``).
+With change notifications (:meth:`Follower.follow_notifications`, PostgreSQL ``LISTEN``,
+``storage.notify``) a read skips the check until a notification says the position moved (at
+most ``index.listen_interval_s``): a write is then in another process's first answer after the
+notification arrives (a millisecond or so after the commit), and idle readers cost no query.
 
 **Uncommitted changes.** A writer syncs inside its write transaction so that the index includes
 the batch it is writing (the near-duplicate clusters need it). Wrap such a transaction in
@@ -47,7 +51,7 @@ import fcntl
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +72,22 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 SIZE_CHECK_TRIES = 3  # concurrent commits can make one count differ (PostgreSQL statements)
+
+
+@dataclass(frozen=True)
+class Step(Generic[T]):
+    """How a sync changed the held index, for listeners (:meth:`Follower.listen`).
+
+    ``rows`` are the change rows (the latest of each article with a ``seq`` in
+    ``(from_seq, after.seq]``) applied to get ``after`` from ``before`` (or from a compacted
+    copy of it at ``from_seq``, swapped in: same content); None when ``after`` was opened
+    (loaded or built), which says nothing about what changed since ``before``.
+    """
+
+    before: Held[T] | None
+    after: Held[T]
+    from_seq: int
+    rows: Sequence[Any] | None
 
 
 @dataclass
@@ -122,6 +142,13 @@ class Follower(Generic[T]):
         self._worker: threading.Thread | None = None
         self._build_locks = 0
         self._lock_file: Any = None
+        self._listeners: list[Callable[[Step[T]], None]] = []
+        self.position: Position | None = None  # the last one read
+        self.position_reads = 0
+        self._notifications: Callable[[], bool] | None = None
+        self._notified_interval = 0.0
+        self._generation = 0  # notifications received
+        self._checked_generation = -1  # notifications received before the last check
 
     @property
     def held(self) -> Held[T] | None:
@@ -143,26 +170,70 @@ class Follower(Generic[T]):
         """
         held = self._held
         skip = not fresh and version is None and held is not None
-        if skip and time.monotonic() - self._checked_at < self.interval:
+        if skip and self._may_skip():
             return held
         with self._lock:
+            generation = self._generation
             pos = Position(*reader.position())
+            self.position = pos
+            self.position_reads += 1
             self._checked_at = time.monotonic()
+            self._checked_generation = generation
             target = pos.version if version is None else version
             if target is None:
                 return None
+            before = self._held
             self._take_adopted(target, pos.database)
             held = self._held
+            opened = False
             if held is None or (held.version, held.database) != (target, pos.database):
                 if held is not None and self.background and version is None:
                     self._start(lambda: self._open_in_background(reader, target))
                     return held  # the old model's index answers until the new one is in
-                held = self._open(reader, pos, target)
+                held, opened = self._open(reader, pos, target), True
+            from_seq = held.seq
+            rows: list[Any] = []
             if held.seq < pos.seq:
-                held = self._catch_up(reader, held, pos.seq)
+                held, rows = self._catch_up(reader, held, pos.seq)
+            if held is not before:
+                self._tell(Step(before, held, from_seq, None if opened else rows))
             self._held = held
             self._maintain()
             return self._held
+
+    def follow_notifications(self, live: Callable[[], bool], interval: float) -> None:
+        """Change notifications reach this follower (:meth:`notified`) while ``live()``: reads
+        then skip the position check until one arrives, for at most ``interval`` seconds
+        (``storage.notify``; while not live, ``interval`` of the constructor applies)."""
+        self._notifications, self._notified_interval = live, interval
+
+    def notified(self) -> None:
+        """The database's position may have moved: the next read checks it."""
+        self._generation += 1
+
+    def _may_skip(self) -> bool:
+        age = time.monotonic() - self._checked_at
+        if age < self.interval:
+            return True
+        live = self._notifications
+        return (
+            live is not None
+            and age < self._notified_interval
+            and self._checked_generation == self._generation
+            and live()
+        )
+
+    def listen(self, listener: Callable[[Step[T]], None]) -> None:
+        """Call ``listener`` with every change of the held index, before readers can see it
+        (under the follower's lock: keep it short; an exception is logged, not raised)."""
+        self._listeners.append(listener)
+
+    def _tell(self, step: Step[T]) -> None:
+        for listener in self._listeners:
+            try:
+                listener(step)
+            except Exception:
+                log.exception("%s index: a listener failed", self.kind.name)
 
     @contextmanager
     def pending(self) -> Iterator[None]:
@@ -224,6 +295,12 @@ class Follower(Generic[T]):
                     self._lock_file.close()  # closing releases the flock
                     self._lock_file = None
 
+    def checked_at(self) -> float | None:
+        """Wall-clock time of the last position check (None: never checked)."""
+        if self._checked_at == -float("inf"):
+            return None
+        return time.time() - (time.monotonic() - self._checked_at)
+
     def wait(self, timeout: float | None = None) -> None:
         """Wait for background work (an open or a compaction) to finish."""
         worker = self._worker
@@ -239,6 +316,8 @@ class Follower(Generic[T]):
             "seq": held.seq if held else None,
             "articles": self.kind.size(held.index) if held else 0,
             "busy": self._worker is not None and self._worker.is_alive(),
+            "bytes": self.kind.nbytes(held.index) if held else 0,
+            "checked_at": self.checked_at(),
             **(self.kind.describe(held.index) if held else {}),
         }
 
@@ -267,7 +346,7 @@ class Follower(Generic[T]):
         held, path = found
         for _ in range(SIZE_CHECK_TRIES):
             if held.seq < pos.seq:
-                held = self._catch_up(reader, held, pos.seq)
+                held, _ = self._catch_up(reader, held, pos.seq)
             if self.kind.size(held.index) == reader.count(
                 version=version, needs_terms=self.kind.needs_terms
             ):
@@ -338,8 +417,9 @@ class Follower(Generic[T]):
 
     # -- changes -----------------------------------------------------------------------------
 
-    def _catch_up(self, reader: RowReader, held: Held[T], upto: int) -> Held[T]:
-        """``held`` with every change in ``(held.seq, upto]`` applied."""
+    def _catch_up(self, reader: RowReader, held: Held[T], upto: int) -> tuple[Held[T], list[Any]]:
+        """``held`` with every change in ``(held.seq, upto]`` applied, and the rows applied
+        (the latest of each article, by id)."""
         latest: dict[int, Any] = {}
         after = (held.seq + 1, -1)  # every row with a larger seq
         while True:
@@ -355,8 +435,8 @@ class Follower(Generic[T]):
                 break
             latest.update((r.id, r) for r in rows)  # a later change of an id wins
             after = (rows[-1].seq, rows[-1].id)
+        order = sorted(latest)
         if latest:
-            order = sorted(latest)
             drops = np.array([i for i in order if not latest[i].present], dtype=np.int64)
             upserts = [latest[i] for i in order if latest[i].present]
             index = self.kind.apply(held.index, drops, upserts)
@@ -364,7 +444,7 @@ class Follower(Generic[T]):
             self._unsaved += len(latest)
         else:
             index = held.index
-        return Held(index, held.version, upto, held.database)
+        return Held(index, held.version, upto, held.database), [latest[i] for i in order]
 
     # -- saving and compaction ---------------------------------------------------------------
 

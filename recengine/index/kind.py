@@ -145,6 +145,11 @@ class IndexKind(ABC, Generic[T]):
         """Kind-specific figures for health reports (e.g. segments)."""
         return {}
 
+    def nbytes(self, index: T) -> int:
+        """Memory the index holds (mapped file pages included): its arrays, unless the kind
+        keeps more than it saves (e.g. hash tables rebuilt on load)."""
+        return sum(int(a.nbytes) for a in self.arrays(index).values())
+
     def compaction_due(self, index: T) -> bool:
         """Whether :meth:`compact` should run now (in the background where allowed)."""
         return False

@@ -74,6 +74,15 @@ GROWTH, MAX_ROUNDS = 4, 4
 
 
 @dataclass(frozen=True)
+class Answer:
+    """A body with the index snapshot (model version, change sequence) it was computed from."""
+
+    body: dict[str, Any]
+    version: int
+    seq: int
+
+
+@dataclass(frozen=True)
 class Query:
     """The article a list is about: internal id, vector, fingerprint, labels."""
 
@@ -109,7 +118,23 @@ class RelatedArticles:
         split_by: str | None = None,
         **filters: Any,
     ) -> dict[str, Any]:
-        """The related-articles body for ``article_id`` (the caller's id).
+        """The related-articles body for ``article_id`` (the caller's id): :meth:`answer`'s."""
+        return self.answer(
+            article_id, session=session, k=k, offset=offset, split_by=split_by, **filters
+        ).body
+
+    def answer(
+        self,
+        article_id: str,
+        *,
+        session: Session,
+        k: int | str | None = None,
+        offset: int | str = 0,
+        split_by: str | None = None,
+        **filters: Any,
+    ) -> Answer:
+        """The related-articles body for ``article_id`` (the caller's id), with the index
+        snapshot it was computed from (what the answer cache keys on, ``web.answers``).
 
         Args:
             article_id: the article.
@@ -150,7 +175,7 @@ class RelatedArticles:
         body = self._body(session, snap, query, hits, picked, offset, k, len(pinned))
         body["floor"] = {"min_score": floor, "dropped": dropped}
         body["variant"] = ranking.name
-        return body
+        return Answer(body, snap.version, snap.seq)
 
     def _ranked(
         self, session: Session, lists: _Lists, row_filter: RowFilter, wanted: int

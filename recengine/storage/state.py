@@ -9,6 +9,7 @@ from sqlalchemy import Select, Update, select, update
 from sqlalchemy.orm import Session
 
 from recengine.storage.models import EngineState
+from recengine.storage.notify import announce
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ def begin_write(*, session: Session) -> State:
         .values(seq=EngineState.seq + 1)
         .returning(EngineState.seq, EngineState.active_model_version, EngineState.database_id)
     ).one()
+    announce(session)  # listening servers learn of the change when it commits
     return State(*row)
 
 

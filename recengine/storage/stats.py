@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, aliased
 
 from recengine.storage.articles import in_chunks
 from recengine.storage.clusters import active_rows
-from recengine.storage.models import Article, ArticleFeatures, ClusterMember
+from recengine.storage.models import Article, ArticleFeatures, ClusterMember, IdfModelRow
 
 
 @dataclass(frozen=True)
@@ -95,3 +95,31 @@ def titles(*, session: Session, article_ids: Sequence[int]) -> dict[int, tuple[s
         )
         out.update({r.id: (r.external_id, r.title) for r in rows})
     return out
+
+
+@dataclass(frozen=True)
+class ReindexProgress:
+    """A reindex seen from SQL: the newest IDF model that is not active yet, if any.
+
+    Pass 1 (tokenizing, document frequencies) leaves nothing in SQL; the new model row appears
+    when it ends, and pass 2 writes the new version's features in id order, so ``written`` out
+    of ``live`` is how far pass 2 is. A reindex interrupted after pass 1 shows as pending until
+    it is resumed (or its model is deleted).
+    """
+
+    version: int | None
+    written: int
+    live: int
+
+
+def reindex_progress(*, session: Session, active: int | None) -> ReindexProgress:
+    newest = session.scalar(select(func.max(IdfModelRow.version)))
+    if newest is None or (active is not None and newest <= active):
+        return ReindexProgress(None, 0, 0)
+    written = session.scalar(
+        select(func.count())
+        .select_from(ArticleFeatures)
+        .where(ArticleFeatures.model_version == newest)
+    )
+    live = session.scalar(select(func.count()).where(Article.deleted_at.is_(None)))
+    return ReindexProgress(int(newest), int(written or 0), int(live or 0))

@@ -29,10 +29,12 @@ from recengine.web import (
     errors,
     feedback,
     health,
+    monitoring,
     overrides,
     pages,
     users,
 )
+from recengine.web.answers import CachedReads
 from recengine.web.auth import ApiJSONProvider, ApiRequest
 from recengine.web.feedback import BeaconBodies
 from recengine.web.paths import IdConverter, IdPaths
@@ -68,11 +70,13 @@ def create_app(settings: Settings | None = None, *, tokenizer: Tokenizer | None 
     app.json = ApiJSONProvider(app)
     app.config["MAX_CONTENT_LENGTH"] = settings.web.max_body_bytes
     app.url_map.converters["id"] = IdConverter
-    app.wsgi_app = IdPaths(BeaconBodies(app.wsgi_app))  # type: ignore[method-assign]
     engine = make_engine(settings.resolved_database_url, create=False)
     check_schema(engine)
     models = build_models(settings)
     services = Services(settings, engine, make_session_factory(engine), models, tokenizer)
+    app.wsgi_app = CachedReads(  # type: ignore[method-assign]
+        IdPaths(BeaconBodies(app.wsgi_app)), services
+    )
     init_services(app, services)
     deadline.init_app(app, services)
     errors.init_app(app)
@@ -83,6 +87,7 @@ def create_app(settings: Settings | None = None, *, tokenizer: Tokenizer | None 
     feedback.init_app(router, build_editorial_models(settings, services.variants.names))
     health.init_app(router)
     pages.init_app(router)
+    monitoring.init_app(router, services)
     app.after_request(_headers)
     app.after_request(_refused_origins_logger(settings.web.cors_origins))
     if settings.web.cors_origins:
@@ -157,6 +162,8 @@ def _refused_origins_logger(allowed: Iterable[str]) -> Callable[[Response], Resp
 
 def _headers(response: Response) -> Response:
     response.headers["X-Content-Type-Options"] = "nosniff"
+    if request.path.startswith("/api/") and "Cache-Control" not in response.headers:
+        response.cache_control.no_store = True  # writes, errors, per-reader answers
     response.headers["X-Recengine-Worker"] = str(os.getpid())
     if response.mimetype == "text/html":
         response.headers["Content-Security-Policy"] = CSP

@@ -8,6 +8,7 @@ from recengine.errors import InvalidRecord, ModelMissing, NotFound
 from recengine.recommend.duplicates import duplicates_of
 from recengine.recommend.ranking import split_key
 from recengine.storage.articles import get_article
+from recengine.web.answers import mark
 from recengine.web.routing import Router, validated_body, validated_query
 from recengine.web.schemas import (
     ArticleOut,
@@ -86,7 +87,7 @@ def related(article_id: str) -> RelatedOut:
     (``variant``), chosen by ``reader`` (else ``session``).
     """
     query = validated_query(RelatedQuery)
-    body = services().related.related(
+    answer = services().related.answer(
         article_id,
         session=session(),
         k=query.k,
@@ -94,7 +95,8 @@ def related(article_id: str) -> RelatedOut:
         split_by=split_key(query.reader, query.session),
         **query.as_kwargs(),
     )
-    return RelatedOut.model_validate(body)
+    mark(answer.version, answer.seq)
+    return RelatedOut.model_validate(answer.body)
 
 
 def duplicates(article_id: str) -> DuplicatesOut:
@@ -103,12 +105,18 @@ def duplicates(article_id: str) -> DuplicatesOut:
     Read from SQL (``cluster_members``), which ingest keeps current: every worker answers the
     same from the moment a write commits.
     """
+    try:  # the index says which changes the answer has seen (clusters come from SQL)
+        snap = services().index.current(session=session())
+    except ModelMissing:
+        snap = None
     found = duplicates_of(
         session=session(),
         external_id=article_id,
         criterion=services().criterion,
         compared=services().compared,
     )
+    if snap is not None:
+        mark(snap.version, snap.seq)
     return DuplicatesOut.model_validate(found.as_dict())
 
 

@@ -59,14 +59,14 @@ class _Sink:
         return len(data)
 
 
-def parse_error(exc: Exception) -> bytes:
-    """gunicorn's answer to a request it cannot parse, as the JSON error body."""
+def parse_error(exc: Exception) -> tuple[bytes, str]:
+    """gunicorn's answer to a request it cannot parse, as the JSON error body, and its code."""
     status, code = 400, "bad_request"
     for cls, error_status, error_code in PARSE_ERRORS:
         if isinstance(exc, cls):
             status, code = error_status, error_code
             break
-    return error_response(status, code, str(exc) or type(exc).__name__)
+    return error_response(status, code, str(exc) or type(exc).__name__), code
 
 
 def serve(
@@ -94,7 +94,9 @@ def serve(
         return Outcome(b"", False)
     except http_errors.ParseException as exc:
         log.warning("invalid request from %s: %s", client, exc)
-        return Outcome(parse_error(exc), False)
+        data, code = parse_error(exc)
+        worker.rejected(code)
+        return Outcome(data, False)
     sink = _Sink()
     response = None
     environ: dict[str, Any] = {}

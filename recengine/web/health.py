@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from flask import Response, request
 from sqlalchemy.exc import SQLAlchemyError
 
 from recengine.storage.migrate import schema_revisions
@@ -34,6 +35,7 @@ from recengine.web.schemas import DatabaseHealth, HealthOut, LiveOut
 from recengine.web.services import discard_session, services, session
 
 HEALTH_PATH = "/api/v1/health"  # and its sub-paths: the worker lets them skip its queue
+HEALTH_PATHS = frozenset({HEALTH_PATH, f"{HEALTH_PATH}/ready", f"{HEALTH_PATH}/live"})
 NO_MODEL = "no IDF model yet: related lists and feeds answer 503 until `recengine reindex`"
 
 
@@ -90,7 +92,19 @@ def _unavailable(version: str, database: DatabaseHealth, problem: str) -> tuple[
     return body, status_of(Unavailable)
 
 
+def _revalidated(response: Response) -> Response:
+    """Health answers (the report, readiness, liveness) carry an ETag and must be revalidated
+    every time (``no-cache``): a poller sending ``If-None-Match`` gets 304 while nothing it
+    reports has changed."""
+    if request.path in HEALTH_PATHS and response.status_code == 200:
+        response.headers["Cache-Control"] = "no-cache"
+        response.add_etag()
+        response.make_conditional(request)
+    return response
+
+
 def init_app(router: Router) -> None:
+    router.app.after_request(_revalidated)
     add = partial(router.add, method="GET", write=None, tag="service")
     add(HEALTH_PATH, health, ok=HealthOut, unavailable=HealthOut)
     add(f"{HEALTH_PATH}/ready", ready, ok=HealthOut, unavailable=HealthOut)

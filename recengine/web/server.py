@@ -9,17 +9,26 @@ requests; gunicorn's own workers (sync, gthread) do none of that.
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 from recengine.config import Settings
+from recengine.web.metrics import prepare_directory, worker_exited
 
 WORKER_CLASS = "recengine.web.worker.Worker"
+JSON_LOGGER = "recengine.web.logs.JsonLogger"
 
 
 def options(settings: Settings) -> dict[str, Any]:
     """gunicorn settings (by gunicorn's names) for the ``[web]`` settings."""
     web = settings.web
+    hooks = _metrics_hooks(settings) if settings.metrics.enabled else {}
+    logs: dict[str, Any] = {"accesslog": "-"} if settings.log.access else {}
+    if settings.log.format == "json":
+        logs["logger_class"] = JSON_LOGGER
     return {
+        **hooks,
+        **logs,
         "bind": [f"{bind_host(web.host)}:{web.port}"],
         "workers": web.workers,
         "threads": web.threads,
@@ -35,3 +44,22 @@ def options(settings: Settings) -> dict[str, Any]:
 
 def bind_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _metrics_hooks(settings: Settings) -> dict[str, Any]:
+    """The master names the metrics directory before forking and removes it on exit; a worker
+    that exits leaves its live gauges (``recengine.web.metrics``)."""
+    made: list[Any] = []
+
+    def on_starting(_server: Any) -> None:
+        made.append(prepare_directory(settings.data_dir))
+
+    def child_exit(_server: Any, worker: Any) -> None:
+        worker_exited(worker.pid)
+
+    def on_exit(_server: Any) -> None:
+        for directory in made:
+            if directory is not None:
+                shutil.rmtree(directory, ignore_errors=True)
+
+    return {"on_starting": on_starting, "child_exit": child_exit, "on_exit": on_exit}

@@ -11,8 +11,9 @@ import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
-from flask import Flask, current_app, g
+from flask import Flask, Response, current_app, g, request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -27,9 +28,14 @@ from recengine.recommend.live import LiveIndex
 from recengine.recommend.overrides import Overrides
 from recengine.recommend.ranking import Variants
 from recengine.recommend.related import RelatedArticles
+from recengine.storage.notify import ChangeListener, listens
 from recengine.text.compare import Compared
 from recengine.text.tokenize import Tokenizer
 from recengine.web.schemas import Models
+
+if TYPE_CHECKING:
+    from recengine.index.follower import Follower
+    from recengine.web.metrics import Metrics
 
 EXTENSION = "recengine"
 
@@ -43,6 +49,8 @@ class Services:
     factory: sessionmaker[Session]
     models: Models
     tokenizer: Tokenizer | None = None
+    metrics: Metrics | None = None
+    listener: ChangeListener | None = field(default=None, repr=False)
     _ingester: Ingester | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -84,6 +92,28 @@ class Services:
         """The near-duplicate verdict (Hamming radius + cosine) of these settings."""
         return NearDupCriterion.from_settings(self.settings)
 
+    def listen_for_changes(self) -> None:
+        """In a serving worker: follow the database's change notifications (PostgreSQL,
+        ``index.listen``; ``storage.notify``), so reads stop checking SQL per request while
+        nothing changes. Idempotent; a no-op on SQLite."""
+        index, url = self.settings.index, self.settings.resolved_database_url
+        if self.listener is not None or not index.listen or not listens(url):
+            return
+        follower = self.index.follower
+
+        def changed() -> None:
+            follower.notified()
+            if self.metrics is not None:
+                self.metrics.notifications.inc()
+
+        def connected(live: bool) -> None:
+            if self.metrics is not None:
+                self.metrics.listening.set(int(live))
+
+        connected(False)
+        listener = self.listener = ChangeListener(url, changed, connected).start()
+        follower.follow_notifications(lambda: listener.live, index.listen_interval_s)
+
     @property
     def ingester(self) -> Ingester:
         """Built on first use; gthread workers serve on several threads, so under a lock."""
@@ -96,6 +126,17 @@ class Services:
                     pool = AnalysisPool(self.settings, workers=1, featurizer=featurizer)
                     self._ingester = Ingester(self.factory, featurizer, pool=pool)
         return self._ingester
+
+    def followers(self) -> dict[str, Follower[Any]]:
+        """The derived indexes this worker has opened so far, by kind."""
+        found: dict[str, Follower[Any]] = {}
+        if "index" in self.__dict__:  # the cached property has been built
+            found[self.index.follower.kind.name] = self.index.follower
+        if self._ingester is not None:
+            dedup = self._ingester.dedup
+            for follower in (dedup.index, dedup.passages):
+                found[follower.kind.name] = follower
+        return found
 
     def compared(self, title: str, content: str) -> Compared:
         """What the near-duplicate decision compares of an article (no tokenizer needed)."""
@@ -113,14 +154,34 @@ def package_version() -> str:
 def init_app(app: Flask, services: Services) -> None:
     app.extensions[EXTENSION] = services
     app.teardown_appcontext(_close_session)
+    app.after_request(_after_write)
 
 
-def settings_of(app: object) -> Settings | None:
-    """The settings of a recengine app (None for any other WSGI app, e.g. one wrapped in
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def _after_write(response: Response) -> Response:
+    """A write answered here is in this worker's next read, notification or not: the index
+    follower checks the position again (``Follower.notified``)."""
+    if request.method in WRITES and response.status_code < 400:
+        found = services()
+        if "index" in found.__dict__:
+            found.index.follower.notified()
+    return response
+
+
+def services_of(app: object) -> Services | None:
+    """The services of a recengine app (None for any other WSGI app, e.g. one wrapped in
     middleware that hides it)."""
     extensions = getattr(app, "extensions", None)
     found = extensions.get(EXTENSION) if isinstance(extensions, dict) else None
-    return found.settings if isinstance(found, Services) else None
+    return found if isinstance(found, Services) else None
+
+
+def settings_of(app: object) -> Settings | None:
+    """The settings of a recengine app (None for any other WSGI app)."""
+    found = services_of(app)
+    return found.settings if found is not None else None
 
 
 def services() -> Services:

@@ -54,7 +54,7 @@ from recengine.web.front import (
     read_head,
 )
 from recengine.web.health import HEALTH_PATH
-from recengine.web.services import settings_of
+from recengine.web.services import services_of
 from recengine.web.slots import Slots
 
 ACCEPT_DELAY_PER_CONNECTION = 0.0005
@@ -102,7 +102,11 @@ class Worker(base.Worker):  # type: ignore[misc]
             )
 
     def run(self) -> None:
-        settings = settings_of(self.wsgi) or load_settings()
+        found = services_of(self.wsgi)
+        settings = found.settings if found is not None else load_settings()
+        self.metrics = found.metrics if found is not None else None
+        if found is not None:
+            found.listen_for_changes()  # after the fork: the thread and connection are ours
         web = settings.web
         line = self.cfg.limit_request_line or MAX_HEAD_BYTES
         self.limits = Limits(
@@ -233,6 +237,7 @@ class Worker(base.Worker):  # type: ignore[misc]
                     return
                 data = head.raw + await read_body(reader, writer, head, self.limits)
             except HttpError as exc:
+                self.rejected(exc.code)
                 await self._send(writer, exc.response())
                 return
             finally:
@@ -257,6 +262,7 @@ class Worker(base.Worker):  # type: ignore[misc]
     async def _dispatch(self, path: str, data: bytes, client: Any, server: Any) -> Outcome:
         health = path.split("?", 1)[0].startswith(HEALTH_PATH)  # and any health sub-path
         if not await self.slots.acquire(priority=health):
+            self.rejected("overloaded")
             message = "the server is busy: try again shortly"
             headers = {"Retry-After": str(RETRY_AFTER_S)}
             return Outcome(error_response(503, "overloaded", message, headers), False)
@@ -278,7 +284,13 @@ class Worker(base.Worker):  # type: ignore[misc]
         outcome: Outcome = future.result()
         return outcome
 
+    def rejected(self, code: str) -> None:
+        """Count a request answered here, before (or instead of) the app."""
+        if self.metrics is not None:
+            self.metrics.rejected.labels(code).inc()
+
     def _cut(self, path: str, timeout: float) -> Outcome:
+        self.rejected("timeout")
         self.log.error(
             "request %s still running after %g s (timeout): answered 503, restarting worker",
             path,

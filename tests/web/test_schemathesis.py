@@ -76,6 +76,7 @@ WITHOUT_INPUT = [
     ("GET", "/api/v1/health/ready"),
     ("GET", "/widget.js"),
     ("GET", "/openapi.json"),
+    ("GET", "/metrics"),
 ]
 CASES = [
     *((m, p, mode) for m, p in OPERATIONS for mode in GenerationMode),
