@@ -136,6 +136,12 @@ def test_metrics_need_the_key_unless_public(make_app: Callable[..., Flask]) -> N
     assert closed.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 403
     public = make_app(metrics={"public": True}).test_client()
     assert public.get("/metrics").status_code == 200
+    # the published document says so: the key's security requirement and its 401/403
+    documented = closed.get("/openapi.json").get_json()["paths"]["/metrics"]["get"]
+    assert documented["security"] == [{"bearer": []}]
+    assert {"401", "403"} <= set(documented["responses"])
+    opened = public.get("/openapi.json").get_json()["paths"]["/metrics"]["get"]
+    assert opened["security"] == []
     off = make_app(metrics={"enabled": False}).test_client()
     assert off.get("/metrics", headers=AUTH).status_code == 404
 

@@ -49,7 +49,14 @@ def api_schema(
         seeded = client.post("/api/v1/articles", json=[record(i) for i in range(5)], headers=AUTH)
         assert seeded.status_code == 200
         reindex(factory=make_session_factory(engine), featurizer=Featurizer(config, tokenizer))
-        yield schemathesis.openapi.from_url(f"{url}/openapi.json")
+        schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
+        # Every request carries the valid key (``call_and_validate(headers=AUTH)``), so a
+        # generated Authorization header would be replaced before sending: a negative case
+        # whose mutation was "no Authorization" then reaches the server valid, and its 200 was
+        # reported as "schema-violating request accepted". Missing and wrong keys are
+        # tested in test_auth.
+        schema.config.generation.update(with_security_parameters=False)
+        yield schema
 
 
 # Every operation of the HTTP contract implemented so far; the last test checks the document
