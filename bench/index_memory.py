@@ -1,14 +1,15 @@
 """Memory per article of every derived index, and the per-process overhead, on a stored corpus.
 
-Opens each index kind the way a server worker does (``derived.related.related_follower``,
-``derived.neardup.neardup_follower``: the saved file, memory-mapped, or a build from SQL) in
-this process and prints, per kind: articles, the bytes the index holds (``IndexKind.nbytes``:
-its arrays, mapped pages included, and the tables FAISS rebuilds on load), bytes per article,
-the size of its file, and the growth of this process's resident memory while it opened (RSS
-counts mapped pages only once touched; the arrays' bytes are the upper figure). The reference
-beside them: the SQL database's size per article. The figures scale linearly with the article
-count (every structure is per article or per posting, and postings per article are capped by
-``related.index_terms``), which is what the scale plan in README.md uses.
+Opens every index kind a deployment keeps (``derived.registry.followers``: related lists,
+near-duplicate fingerprints, passages) the way a server worker does (the saved file,
+memory-mapped, or a build from SQL) in this process and prints, per kind: articles, the bytes
+the index holds (``IndexKind.nbytes``: its arrays, mapped pages included, and the tables
+FAISS rebuilds on load), bytes per article, the size of its file, and the growth of this
+process's resident memory while it opened (RSS counts mapped pages only once touched; the
+arrays' bytes are the upper figure). The reference beside them: the SQL database's size per
+article. The figures scale linearly with the article count (every structure is per article
+or per posting, and postings per article are capped by ``related.index_terms``, passages per
+article by ``PASSAGES_KEPT``), which is what the scale plan in README.md uses.
 
 Usage::
 
@@ -25,8 +26,7 @@ from typing import Any
 import psutil
 
 from recengine.config import load_settings
-from recengine.derived.neardup import neardup_follower
-from recengine.derived.related import related_follower
+from recengine.derived.registry import followers
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.index_rows import SqlIndexRows
 
@@ -41,7 +41,7 @@ def measure(db: Path) -> list[dict[str, Any]]:
     factory = make_session_factory(make_engine(settings.resolved_database_url))
     process = psutil.Process()
     rows = []
-    for follower in (related_follower(settings, background=False), neardup_follower(settings)):
+    for follower in followers(settings).values():
         before = process.memory_info().rss
         with factory() as session:
             held = follower.sync(SqlIndexRows(session))
