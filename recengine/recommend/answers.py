@@ -57,6 +57,7 @@ class AnswerCache(Generic[V]):
         self.max_bytes = max_bytes
         self.version: int | None = None
         self.seq: int | None = None
+        self.generation = 0  # resets so far: an answer computed across one is not kept
         self.bytes = 0
         self.stats = CacheStats()
         self._entries: OrderedDict[Hashable, _Entry[V]] = OrderedDict()
@@ -76,12 +77,23 @@ class AnswerCache(Generic[V]):
             self.stats.hits += 1
             return entry.value
 
-    def put(self, key: Hashable, value: V, *, size: int, version: int, seq: int) -> bool:
+    def put(
+        self,
+        key: Hashable,
+        value: V,
+        *,
+        size: int,
+        version: int,
+        seq: int,
+        generation: int | None = None,
+    ) -> bool:
         """Keep ``value``, computed from an index at ``(version, seq)``; False (not kept) when
-        the cache is at another position (the index moved on meanwhile)."""
+        the cache is at another position (the index moved on meanwhile) or, given the
+        ``generation`` read before computing, was reset since."""
         cost = size + ENTRY_BYTES
         with self._lock:
-            if (self.version, self.seq) != (version, seq) or cost > self.max_bytes:
+            moved = generation is not None and generation != self.generation
+            if moved or (self.version, self.seq) != (version, seq) or cost > self.max_bytes:
                 return False
             old = self._entries.pop(key, None)
             if old is not None:
@@ -95,13 +107,22 @@ class AnswerCache(Generic[V]):
                 self.stats.evicted += 1
             return True
 
-    def reset(self, version: int | None, seq: int) -> None:
+    def reset(self, version: int | None, seq: int | None) -> None:
         """Forget everything; the cache is (empty and) valid at ``(version, seq)``."""
         with self._lock:
-            self._entries.clear()
-            self.bytes = 0
+            self._forget()
             self.version, self.seq = version, seq
-            self.stats.resets += 1
+
+    def clear(self) -> None:
+        """Forget everything; the cache stays valid at its position."""
+        with self._lock:
+            self._forget()
+
+    def _forget(self) -> None:
+        self._entries.clear()
+        self.bytes = 0
+        self.generation += 1
+        self.stats.resets += 1
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -118,3 +139,12 @@ def follow(caches: Sequence[AnswerCache[Any]], step: Step[Any]) -> None:
     every cache is emptied and valid at its new position (by sequence)."""
     for cache in caches:
         cache.reset(step.after.version, step.after.seq)
+
+
+def drop(caches: Sequence[AnswerCache[Any]], step: Step[Any]) -> None:
+    """A listener of another follower the answers depend on (the dense part of related lists,
+    ``derived.dense``): it moved, so every cache is emptied at its position; an answer computed
+    before (e.g. without the dense part while it was opening) is not kept (``generation``)."""
+    del step
+    for cache in caches:
+        cache.clear()

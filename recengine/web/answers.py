@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from flask import request
 
-from recengine.recommend.answers import AnswerCache, follow
+from recengine.recommend.answers import AnswerCache, drop, follow
 from recengine.web.auth import check_key
 from recengine.web.logs import CACHE_KEY
 from recengine.web.paths import PREFIX
@@ -124,7 +124,10 @@ class CachedReads:
             op: AnswerCache(settings.cache.max_bytes if settings.cache.enabled else 0)
             for op in ROUTES
         }
-        services.index.follower.listen(lambda step: follow(list(self.caches.values()), step))
+        caches = list(self.caches.values())
+        services.index.follower.listen(lambda step: follow(caches, step))
+        # answers also depend on the dense part, which follows SQL beside the related index
+        services.index.dense.listen(lambda step: drop(caches, step))
         scope = "public" if settings.web.public_reads else "private"
         c = settings.cache
         self.cache_control = (
@@ -139,6 +142,7 @@ class CachedReads:
         environ[OBSERVED_KEY] = True
         key = (environ.get("RAW_URI") or _target(environ), environ.get("HTTP_ORIGIN", ""))
         cache = self.caches[op]
+        generation = cache.generation  # before the index syncs: a reset since drops the answer
         position = self._position(environ)
         if position is not None:
             stored = cache.get(key, version=position[0], seq=position[1])
@@ -167,6 +171,7 @@ class CachedReads:
                 size=len(body),
                 version=answer.version,
                 seq=answer.seq,
+                generation=generation,
             )
             return self._send(op, stored, environ, start_response, "miss", started)
         self._observe(op, environ, capture.status, started, "bypass")

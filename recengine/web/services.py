@@ -129,14 +129,12 @@ class Services:
 
     def followers(self) -> dict[str, Follower[Any]]:
         """The derived indexes this worker has opened so far, by kind."""
-        found: dict[str, Follower[Any]] = {}
+        opened: list[Follower[Any]] = []
         if "index" in self.__dict__:  # the cached property has been built
-            found[self.index.follower.kind.name] = self.index.follower
+            opened += [self.index.follower, self.index.dense]
         if self._ingester is not None:
-            dedup = self._ingester.dedup
-            for follower in (dedup.index, dedup.passages):
-                found[follower.kind.name] = follower
-        return found
+            opened += [self._ingester.dedup.index, self._ingester.dedup.passages]
+        return {follower.kind.name: follower for follower in opened}
 
     def compared(self, title: str, content: str) -> Compared:
         """What the near-duplicate decision compares of an article (no tokenizer needed)."""

@@ -237,3 +237,28 @@ def _random_write(
         live.append(f"copy-{n}")
     else:
         post(client, unrelated(n))
+
+
+def test_a_reset_between_computing_and_storing_drops_the_answer() -> None:
+    """Answers depend on the dense part too, which follows SQL beside the related index: its
+    step empties the caches at their position (``answers.drop``), and an answer computed
+    before the step (e.g. without the dense part while it was opening) is not stored."""
+    cache: AnswerCache[str] = AnswerCache(10_000)
+    cache.reset(1, 5)
+    assert cache.put("a", "answer", size=6, version=1, seq=5)
+    before = cache.generation
+    cache.clear()  # what drop() does on a step of the dense index
+    assert cache.get("a", version=1, seq=5) is None  # emptied, still at (1, 5)
+    assert not cache.put("b", "stale", size=5, version=1, seq=5, generation=before)
+    assert cache.get("b", version=1, seq=5) is None
+    assert cache.put("b", "fresh", size=5, version=1, seq=5, generation=cache.generation)
+    assert cache.get("b", version=1, seq=5) == "fresh"
+
+
+def test_the_caches_follow_the_dense_index_too(app: Flask) -> None:
+    services = app.extensions["recengine"]
+    caches = list(app.wsgi_app.caches.values())  # type: ignore[attr-defined]
+    generations = [c.generation for c in caches]
+    for listener in services.index.dense._listeners:
+        listener(None)
+    assert [c.generation for c in caches] == [g + 1 for g in generations]
