@@ -144,7 +144,11 @@ def follow(caches: Sequence[AnswerCache[Any]], step: Step[Any]) -> None:
 def drop(caches: Sequence[AnswerCache[Any]], step: Step[Any]) -> None:
     """A listener of another follower the answers depend on (the dense part of related lists,
     ``derived.dense``): it moved, so every cache is emptied at its position; an answer computed
-    before (e.g. without the dense part while it was opening) is not kept (``generation``)."""
-    del step
+    before (e.g. without the dense part while it was opening) is not kept (``generation``).
+    A compacted copy swapped in at the same position (same content, ``Follower.Step``) changes
+    no answer and is let pass."""
+    before, after = step.before, step.after
+    if before is not None and (before.version, before.seq) == (after.version, after.seq):
+        return
     for cache in caches:
         cache.clear()

@@ -142,8 +142,8 @@ class CachedReads:
         environ[OBSERVED_KEY] = True
         key = (environ.get("RAW_URI") or _target(environ), environ.get("HTTP_ORIGIN", ""))
         cache = self.caches[op]
-        generation = cache.generation  # before the index syncs: a reset since drops the answer
-        position = self._position(environ)
+        position = self._position(environ)  # the indexes caught up (their steps reset first)
+        generation = cache.generation  # a reset while the answer is computed drops it
         if position is not None:
             stored = cache.get(key, version=position[0], seq=position[1])
             if stored is not None:

@@ -99,10 +99,11 @@ class Services:
         index, url = self.settings.index, self.settings.resolved_database_url
         if self.listener is not None or not index.listen or not listens(url):
             return
-        follower = self.index.follower
+        followers = (self.index.follower, self.index.dense)  # what reads sync
 
         def changed() -> None:
-            follower.notified()
+            for follower in followers:
+                follower.notified()
             if self.metrics is not None:
                 self.metrics.notifications.inc()
 
@@ -112,7 +113,8 @@ class Services:
 
         connected(False)
         listener = self.listener = ChangeListener(url, changed, connected).start()
-        follower.follow_notifications(lambda: listener.live, index.listen_interval_s)
+        for follower in followers:
+            follower.follow_notifications(lambda: listener.live, index.listen_interval_s)
 
     @property
     def ingester(self) -> Ingester:
@@ -165,6 +167,7 @@ def _after_write(response: Response) -> Response:
         found = services()
         if "index" in found.__dict__:
             found.index.follower.notified()
+            found.index.dense.notified()
     return response
 
 

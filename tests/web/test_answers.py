@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 from werkzeug.test import TestResponse
 
+from recengine.index.follower import Step
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.reindex import reindex
 from recengine.recommend.answers import AnswerCache, CacheStats
@@ -259,6 +261,10 @@ def test_the_caches_follow_the_dense_index_too(app: Flask) -> None:
     services = app.extensions["recengine"]
     caches = list(app.wsgi_app.caches.values())  # type: ignore[attr-defined]
     generations = [c.generation for c in caches]
+    at = SimpleNamespace(version=1, seq=5)
     for listener in services.index.dense._listeners:
-        listener(None)
+        listener(Step(at, at, 5, None))  # a compacted copy swapped in: nothing changed
+    assert [c.generation for c in caches] == generations
+    for listener in services.index.dense._listeners:
+        listener(Step(None, at, 0, None))  # opened (or caught up): answers may change
     assert [c.generation for c in caches] == [g + 1 for g in generations]
