@@ -31,6 +31,9 @@
 
   function call(method, path, body) {
     var init = { method: method, credentials: "omit", headers: { Accept: "application/json" } };
+    if (method === "GET") {
+      init.cache = "no-cache"; // lists are cacheable for max-age: the editor needs them now
+    }
     if (key !== null) {
       init.headers.Authorization = "Bearer " + key;
     }
@@ -144,7 +147,7 @@
     var slot = document.querySelector("[data-recengine-article]");
     if (slot && window.recengineWidget) {
       slot.removeAttribute("data-recengine-state");
-      window.recengineWidget.init(slot.parentNode);
+      window.recengineWidget.init(slot.parentNode, { fresh: true });
     }
   }
 

@@ -242,7 +242,7 @@
     return value >= 0 && value <= 1 ? "&min_score=" + value : "";
   }
 
-  function load(el) {
+  function load(el, fresh) {
     var article = el.getAttribute("data-recengine-article");
     if (!article || el.getAttribute("data-recengine-state")) {
       return;
@@ -257,6 +257,9 @@
     var timer = controller ? setTimeout(function () { controller.abort(); }, TIMEOUT_MS) : null;
     fetch(url, {
       credentials: "omit",
+      // A refresh asks the server (an ETag makes it a 304 when nothing changed): the list is
+      // public and cacheable for web.cache max-age, and an editor's change must show at once.
+      cache: fresh ? "no-cache" : "default",
       headers: { Accept: "application/json" },
       signal: controller ? controller.signal : undefined
     })
@@ -285,14 +288,15 @@
       });
   }
 
-  function init(root) {
+  function init(root, options) {
     if (typeof fetch !== "function" || typeof URL !== "function") {
       return;
     }
+    var fresh = Boolean(options && options.fresh);
     var nodes = (root || document).querySelectorAll("[data-recengine-article]");
     Array.prototype.forEach.call(nodes, function (el) {
       try {
-        load(el);
+        load(el, fresh);
       } catch (e) {
         hide(el);
       }
