@@ -135,6 +135,7 @@ def sample_ids(settings: Settings, count: int, seed: int) -> list[str]:
     return random.Random(seed).sample(ids, min(count, len(ids)))
 
 
+SERVER_PIDS: dict[str, int] = {}  # base URL -> the running server's master process
 WORKER_CLASSES = {"recengine": "recengine.web.worker.Worker", "gthread": "gthread"}
 LISTENING = re.compile(r"Listening at: (http://\S+)")
 
@@ -181,6 +182,7 @@ def server(
         for line in process.stderr:
             if match := LISTENING.search(line):
                 threading.Thread(target=process.stderr.read, daemon=True).start()  # drain
+                SERVER_PIDS[match.group(1)] = process.pid
                 yield match.group(1)
                 break
         else:
@@ -355,7 +357,15 @@ def feedback_rounds(
                     loadgen.run(base, paths, rate=rate, seconds=args.warmup, seed=1, **common)
                     loadgen.run(base, bodies, rate=beacons_rps, seconds=args.warmup, **common)
                     found = feedback_mix.compare(
-                        base, paths, bodies, rate, beacons_rps, common, args.seconds, args.rounds
+                        base,
+                        paths,
+                        bodies,
+                        rate,
+                        beacons_rps,
+                        common,
+                        args.seconds,
+                        args.rounds,
+                        SERVER_PIDS[base],
                     )
                     name = f"{kind}, {workers}w, related {rate:.0f}/s"
                     rows[name] = found

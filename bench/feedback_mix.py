@@ -4,9 +4,11 @@ For each server, rounds alternate between the related load alone (the reference)
 related load with a feedback stream beside it: ``--feedback-rate`` events per second, sent as
 beacons of ``--feedback-batch`` events (``POST /api/v1/feedback``, text/plain, as the widget's
 ``navigator.sendBeacon``), each to a random article, variant ``default``, slots 0..batch-1.
-Both streams are open loop (``bench.loadgen``), on their own event loops in two threads of this
-process. Alternating rounds (A B A B ...) keeps a drift of the machine's load from passing for
-an effect; the verdict compares the medians of the related stream's accepted-request p99.
+Both streams are open loop (``bench.loadgen``), on their own event loops in two processes (see
+:func:`mixed`). Alternating rounds (A B A B ...) keeps a drift of the machine's load from
+passing for an effect; the verdict compares the medians of the related stream's
+accepted-request p99. The server's CPU seconds per round (``/proc``) say what the feedback
+costs it, a figure other sessions' load moves far less than a p99.
 
 All beacons come from one address here, where a site's come from many readers: the server is
 started with the per-client rate limit raised (``FEEDBACK_ENV``) so that the limiter measures
@@ -16,10 +18,12 @@ its cost without refusing the stream.
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import random
 import statistics
-import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from bench import loadgen
@@ -82,19 +86,43 @@ def mixed(
     seconds: float,
     seed: int,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The related load and, beside it, the feedback load: both summaries."""
-    found: dict[str, Any] = {}
+    """The related load and, beside it, the feedback load: both summaries.
 
-    def side() -> None:
-        found["feedback"] = loadgen.run(
-            base, feedback, rate=feedback_rps, seconds=seconds, seed=seed + 1000, **common
-        ).summary()
-
-    thread = threading.Thread(target=side)
-    thread.start()
+    The feedback stream runs in a process of its own (started first, both streams begin
+    together): in a thread of this one, its event loop took this interpreter's lock from
+    the related stream's and its own scheduling delays were counted as the server's latency.
+    """
+    context = multiprocessing.get_context("spawn")
+    ready, go, results = context.Event(), context.Event(), context.Queue()
+    args = (base, feedback, feedback_rps, common, seconds, seed + 1000, ready, go, results)
+    side = context.Process(target=_side_stream, args=args, daemon=True)
+    side.start()
+    if not ready.wait(60):
+        side.kill()
+        raise RuntimeError("the feedback stream's process did not start")
+    go.set()
     main = loadgen.run(base, related, rate=rate, seconds=seconds, seed=seed, **common).summary()
-    thread.join()
-    return main, found["feedback"]
+    found: dict[str, Any] = results.get(timeout=seconds + 120)
+    side.join()
+    return main, found
+
+
+def _side_stream(
+    base: str,
+    feedback: list[loadgen.Target],
+    rate: float,
+    common: dict[str, Any],
+    seconds: float,
+    seed: int,
+    ready: Any,
+    go: Any,
+    results: Any,
+) -> None:
+    ready.set()
+    go.wait()
+    results.put(
+        loadgen.run(base, feedback, rate=rate, seconds=seconds, seed=seed, **common).summary()
+    )
 
 
 def compare(
@@ -106,14 +134,23 @@ def compare(
     common: dict[str, Any],
     seconds: float,
     rounds: int,
+    server_pid: int,
 ) -> dict[str, Any]:
-    """Alternating rounds; the medians of both conditions and the verdict."""
-    alone, beside, streams = [], [], []
+    """Alternating rounds; the medians of both conditions and the verdict.
+
+    Beside the latencies, the CPU seconds the server's processes used in each round (from
+    /proc): what the feedback stream costs the server, a figure the other sessions' load on
+    a shared machine moves much less than a p99.
+    """
+    alone, beside, streams, cpu_alone, cpu_beside = [], [], [], [], []
     for n in range(rounds):
+        used = cpu_seconds(server_pid)
         alone.append(
             loadgen.run(base, related, rate=rate, seconds=seconds, seed=10 + n, **common).summary()
         )
+        cpu_alone.append(-used + (used := cpu_seconds(server_pid)))
         main, side = mixed(base, related, feedback, rate, feedback_rps, common, seconds, 10 + n)
+        cpu_beside.append(cpu_seconds(server_pid) - used)
         beside.append(main)
         streams.append(side)
     p99_alone = statistics.median(r["ok_p99_ms"] for r in alone)
@@ -129,7 +166,28 @@ def compare(
         "p50_with_feedback_ms": statistics.median(r["p50_ms"] for r in beside),
         "p99_change": change,
         "met": change <= TARGET,
+        "server_cpu_alone_s": statistics.median(cpu_alone),
+        "server_cpu_with_feedback_s": statistics.median(cpu_beside),
+        "server_cpu_ms_per_beacon": (statistics.median(cpu_beside) - statistics.median(cpu_alone))
+        / (feedback_rps * seconds)
+        * 1e3,
     }
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and its live descendants (Linux /proc)."""
+    total, tick = 0.0, os.sysconf("SC_CLK_TCK")
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except (OSError, ValueError):
+            continue  # it ended meanwhile
+    return total
 
 
 def describe(name: str, result: dict[str, Any], batch: int) -> str:
@@ -144,5 +202,7 @@ def describe(name: str, result: dict[str, Any], batch: int) -> str:
         f"{result['p50_alone_ms']:.2f} -> {result['p50_with_feedback_ms']:.2f} ms; feedback "
         f"{beacon_ok * batch:.0f} events/s accepted ({beacon_ok:.0f} beacons/s of {batch}), "
         f"p99 {statistics.median(r['ok_p99_ms'] for r in fb):.2f} ms, shed {shed:.1%}, "
-        f"errors {failed}"
+        f"errors {failed}; server CPU per round {result['server_cpu_alone_s']:.1f} s alone, "
+        f"{result['server_cpu_with_feedback_s']:.1f} s with feedback: "
+        f"{result['server_cpu_ms_per_beacon']:.2f} ms per beacon"
     )

@@ -209,7 +209,7 @@ class FeedbackSettings(_Section):
     """Reader feedback (impressions and clicks of related lists, ``pipeline.feedback``)."""
 
     enabled: bool = True
-    flush_interval_s: float = Field(default=0.05, gt=0.0, le=60.0)
+    flush_interval_s: float = Field(default=0.2, gt=0.0, le=60.0)
     max_pending: int = Field(default=50_000, ge=1, le=10_000_000)
     max_events: int = Field(default=100, ge=1, le=10_000)
     client_rate: float = Field(default=20.0, gt=0.0, le=1_000_000.0)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import Table, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -35,25 +35,33 @@ class CountRow:
 
 
 def add_counts(*, session: Session, counts: Mapping[CountKey, tuple[int, int]]) -> None:
-    """Add the counts to the stored counters (creating rows as needed). Never commits."""
+    """Add the counts to the stored counters (creating rows as needed). Never commits.
+
+    One upsert statement executed for all rows (the DB-API's executemany): the statement is
+    compiled once per process and cached, where a multi-row VALUES of a batch's own length was
+    compiled again for every batch (7 ms of a 10 ms flush, on the thread that shares the
+    server worker's interpreter with the related lists).
+    """
     if not counts:
         return
-    dialect = session.get_bind().dialect.name
-    make = postgresql.insert if dialect == "postgresql" else sqlite.insert
     rows = [
         {"day": d, "article_id": a, "variant": v, "slot": s, "impressions": i, "clicks": c}
         for (d, a, v, s), (i, c) in sorted(counts.items())  # one lock order for every writer
     ]
-    for start in range(0, len(rows), 1_000):
-        statement: Any = make(FeedbackCount).values(rows[start : start + 1_000])
-        statement = statement.on_conflict_do_update(
-            index_elements=["day", "article_id", "variant", "slot"],
-            set_={
-                "impressions": FeedbackCount.impressions + statement.excluded.impressions,
-                "clicks": FeedbackCount.clicks + statement.excluded.clicks,
-            },
-        )
-        session.execute(statement)
+    session.connection().execute(_upsert(session.get_bind().dialect.name), rows)
+
+
+def _upsert(dialect: str) -> Any:
+    table = cast(Table, FeedbackCount.__table__)  # the Core table: compiled once, cached
+    make = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement: Any = make(table)
+    return statement.on_conflict_do_update(
+        index_elements=["day", "article_id", "variant", "slot"],
+        set_={
+            "impressions": table.c.impressions + statement.excluded.impressions,
+            "clicks": table.c.clicks + statement.excluded.clicks,
+        },
+    )
 
 
 def article_ids(*, session: Session, external_ids: Sequence[str]) -> dict[str, int]:
