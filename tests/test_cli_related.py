@@ -44,6 +44,8 @@ def test_related_command(settings: Settings, data_dir: Path, tmp_path: Path) -> 
     text = run("related", aid, "-k", "2")
     assert text.exit_code == 0
     assert body["items"][0]["id"] in text.output and "suppressed near-duplicates" in text.output
+    cut = body["suppressed"][0]  # the rule that matched, in words
+    assert f"(resemblance {cut['score']:.4f}, distance {cut['distance']})" in text.output
 
     only = run("related", aid, "--category", records[3]["category"], "--format", "json")
     categories = {r["id"]: r["category"] for r in records}

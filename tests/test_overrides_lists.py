@@ -154,7 +154,8 @@ def test_not_duplicate_and_same_article_correct_suppression(
     answer = add(factory, "same_article", corpus[3]["id"], related)
     body = ask(service, factory, corpus[3]["id"], k=10, min_score=0)
     assert related not in ids(body)
-    assert related in [s["id"] for s in body["suppressed"]]
+    (cut,) = [s for s in body["suppressed"] if s["id"] == related]
+    assert cut["rule"] == "editor" and cut["duplicate_of"] == corpus[3]["id"]
     # the two kinds on one pair replace each other
     undo = add(factory, "not_duplicate", related, corpus[3]["id"])
     assert undo["replaced"] == [answer["override"]["id"]]

@@ -93,8 +93,10 @@ def test_body_has_exactly_the_contract_shape(
         f"repost-{n}-{corpus[0]['id']}" for n in (1, 2)
     }
     for s in body["suppressed"]:
-        assert set(s) == {"id", "duplicate_of", "distance"}
+        assert set(s) == {"id", "duplicate_of", "distance", "rule", "score", "via"}
         assert s["duplicate_of"] == corpus[0]["id"] and 0 <= s["distance"] <= 8
+        # in the query's cluster, joined by the texts' resemblance (header/footer reposts)
+        assert s["rule"] == "resemblance" and 0.45 <= s["score"] <= 1 and s["via"] is None
     assert corpus[0]["id"] not in ids(body)
 
 
@@ -108,11 +110,11 @@ def test_a_repost_of_an_item_is_shown_once(
     assert len(pair & set(shown)) <= 1
     if pair & set(shown):
         kept = (pair & set(shown)).pop()
-        assert {"id": (pair - {kept}).pop(), "duplicate_of": kept} == {
-            k: v
-            for k, v in next(s for s in body["suppressed"] if s["id"] in pair).items()
-            if k != "distance"
+        cut = next(s for s in body["suppressed"] if s["id"] in pair)
+        assert {"id": (pair - {kept}).pop(), "duplicate_of": kept, "via": None} == {
+            k: cut[k] for k in ("id", "duplicate_of", "via")
         }
+        assert cut["rule"] == "resemblance" and 0.45 <= cut["score"] <= 1
 
 
 LONE = {
@@ -279,6 +281,10 @@ def test_cluster_members_are_suppressed_whatever_their_distance(
     assert shown[0] not in ids(body) and shown[2] not in ids(body) and shown[1] in ids(body)
     reasons = {s["id"]: s["duplicate_of"] for s in body["suppressed"]}
     assert reasons[shown[0]] == aid and reasons[shown[2]] == shown[1]
+    # rows written without a rule (as before rules were kept): the cluster is the reason
+    for s in body["suppressed"]:
+        if s["id"] in (shown[0], shown[2]):
+            assert (s["rule"], s["score"], s["via"]) == ("cluster", None, None)
     with factory() as session, session.begin():
         session.execute(delete(ClusterMember))
 

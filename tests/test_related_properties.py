@@ -101,6 +101,18 @@ def test_pick_keeps_no_duplicates(seed: int, n: int, limit: int, n_clusters: int
         assert s.distance == hamming(
             int(candidates.fingerprints[s.position]), int(other.fingerprints[j])
         )
+        # the reason names the rule that matched: the cluster, else the vectors' cosine
+        if int(candidates.clusters[s.position]) == int(other.clusters[j]) != NO_CLUSTER:
+            assert (s.reason.rule, s.reason.score) == ("cluster", None)
+        else:
+            verdict = JUDGE.judge(
+                int(candidates.fingerprints[s.position]),
+                candidates.vector(s.position),
+                int(other.fingerprints[j]),
+                other.vector(j),
+            )
+            assert s.reason.rule == "cosine" and s.reason.score == round(verdict.cosine, 4)
+            assert verdict.cosine >= JUDGE.min_cosine
 
 
 @dataclass(frozen=True)

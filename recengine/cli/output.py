@@ -19,6 +19,13 @@ def titled(article_id: str, titles: dict[str, str], width: int = 60) -> str:
     return f"{article_id}  {shown}" if shown else article_id
 
 
+def why(cut: dict[str, Any]) -> str:
+    """A ``suppressed`` entry's reason in words: ``containment 0.93 via X, distance 12``."""
+    figure = f" {cut['score']:.4f}" if cut.get("score") is not None else ""
+    via = f" via {cut['via']}" if cut.get("via") else ""
+    return f"{cut['rule']}{figure}{via}, distance {cut['distance']}"
+
+
 def print_ranked(heading: str, body: dict[str, Any], session: Session) -> None:
     """A related list or a feed for people: ranked items with their shared terms, then what was
     left out as a near-duplicate (with titles, so a person can tell what was suppressed)."""
@@ -42,7 +49,4 @@ def print_ranked(heading: str, body: dict[str, Any], session: Session) -> None:
         click.echo("suppressed near-duplicates:")
         for s in body["suppressed"]:
             click.echo(f"     {titled(s['id'], titles)}")
-            click.echo(
-                f"       duplicate of {titled(s['duplicate_of'], titles)} "
-                f"(distance {s['distance']})"
-            )
+            click.echo(f"       duplicate of {titled(s['duplicate_of'], titles)} ({why(s)})")

@@ -1,11 +1,14 @@
 """The near-duplicate criterion applied to ranked lists: one article against many.
 
 The criterion itself is :meth:`recengine.features.neardup.NearDupCriterion.judge`, the one
-definition shared with clustering and the duplicates API: fingerprints within
-``features.hamming_k`` bits *and* a cosine of the stored vectors of at least
-``neardup.min_cosine``. Related lists and feeds add cluster membership (``cluster_members``):
-two articles of one cluster are the same article whatever the pair's own verdict, since
-clustering judged each member against its canonical.
+definition shared with clustering and the duplicates API. Lists hold stored vectors, not texts,
+so two articles are duplicates here when they are in one cluster (``cluster_members``: the
+texts were verified when the cluster was formed, resemblance or containment, and the rule is
+stored with the member's row) or, outside clusters, when their fingerprints are within
+``features.hamming_k`` bits *and* the stored vectors' cosine is at least
+``neardup.min_cosine`` (the vectors-only form of the judge). Two articles of one cluster are
+the same article whatever the pair's own verdict, since clustering judged each member against
+its canonical.
 
 Cost: the Hamming distances to all the others are one vectorised operation; the judge (a cosine
 of two sparse vectors) runs only for the few within the radius.
@@ -78,24 +81,41 @@ class DuplicateCriterion:
         cluster: int,
         vector: Callable[[], SparseVector],
         others: Articles,
-    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
-        """Which of ``others`` the article duplicates, and the Hamming distances to all.
+    ) -> Matches:
+        """Which of ``others`` the article duplicates, and why.
 
         Args:
             fingerprint / cluster: the article's (cluster = canonical id or NO_CLUSTER).
             vector: returns the article's stored vector (called at most once).
             others: the articles to compare with.
-
-        Returns:
-            ``bool (n,)`` and ``int64 (n,)``.
         """
         prints = np.asarray(others.fingerprints, dtype=np.uint64)
         distance = hamming_many(np.array(fingerprint, dtype=np.uint64), prints).astype(np.int64)
-        dup = (others.clusters == cluster) & (cluster != NO_CLUSTER)
-        near = np.flatnonzero((distance <= self.judge.k) & ~dup)
+        same = (others.clusters == cluster) & (cluster != NO_CLUSTER)
+        dup = same.copy()
+        cosines = np.full(len(prints), np.nan)
+        near = np.flatnonzero((distance <= self.judge.k) & ~same)
         if len(near):
             mine = vector()
             for j in near.tolist():
                 verdict = self.judge.judge(fingerprint, mine, int(prints[j]), others.vector(j))
-                dup[j] = verdict.duplicate
-        return dup, distance
+                dup[j], cosines[j] = verdict.duplicate, verdict.cosine
+        return Matches(dup, distance, same, cosines)
+
+
+@dataclass(frozen=True)
+class Matches:
+    """The criterion on one article against ``n`` others, in parallel arrays.
+
+    Attributes:
+        duplicate: ``bool (n,)`` the article duplicates that one.
+        distance: ``int64 (n,)`` Hamming distance of the fingerprints.
+        same_cluster: ``bool (n,)`` both are in one cluster (a duplicate by that alone).
+        cosine: ``float64 (n,)`` cosine of the stored vectors where the judge ran (within the
+            radius, outside a shared cluster), NaN elsewhere.
+    """
+
+    duplicate: npt.NDArray[np.bool_]
+    distance: npt.NDArray[np.int64]
+    same_cluster: npt.NDArray[np.bool_]
+    cosine: npt.NDArray[np.float64]

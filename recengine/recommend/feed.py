@@ -42,7 +42,14 @@ from recengine.recommend.criterion import Articles, DuplicateCriterion, anonymou
 from recengine.recommend.curation import Curation, concat
 from recengine.recommend.explain import shared_terms
 from recengine.recommend.interests import Interest, find_interests, history_of
-from recengine.recommend.listing import above, hits_in_order, item, to_row_filter, with_clusters
+from recengine.recommend.listing import (
+    above,
+    cut_entries,
+    hits_in_order,
+    item,
+    to_row_filter,
+    with_clusters,
+)
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
 from recengine.recommend.params import Filters, check_id, check_int, check_time
 from recengine.recommend.slate import Slate
@@ -190,15 +197,8 @@ class ReaderFeeds:
                 **extra,
             }
             items.append(item(row, entry.score, reasons))
-        suppressed = [
-            {
-                "id": facts[s.id].external_id,
-                "duplicate_of": facts[s.duplicate_of].external_id,
-                "distance": s.distance,
-            }
-            for s in slate.suppressed
-            if s.id in facts and s.duplicate_of in facts
-        ]
+        external = {i: row.external_id for i, row in facts.items()}
+        suppressed = cut_entries(session, [(s.id, s.reason) for s in slate.suppressed], external)
         return {"user": user_id, "items": items, "suppressed": suppressed}
 
 

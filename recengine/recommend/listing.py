@@ -5,12 +5,13 @@
 * :func:`with_clusters`: candidates with their cluster looked up in ``cluster_members``;
 * :func:`hit_vectors`: stored vectors of hits, read from the index when asked for;
 * :func:`item`: one entry of a body's ``items``;
+* :func:`cut_entries`: the body's ``suppressed`` entries, each with the rule that matched;
 * :func:`hits_in_order`: given articles scored against a query, in the given order (pins).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,8 +26,9 @@ from recengine.recommend.criterion import NO_CLUSTER, Articles, VectorAt, anonym
 from recengine.recommend.curation import take
 from recengine.recommend.live import Snapshot
 from recengine.recommend.params import Filters
-from recengine.storage.clusters import clusters_of
-from recengine.storage.index_source import internal_ids
+from recengine.recommend.suppress import Reason
+from recengine.storage.clusters import clusters_of, member_rows
+from recengine.storage.index_source import briefs, internal_ids
 
 
 def to_row_filter(session: Session, filters: Filters, exclude: Sequence[int]) -> RowFilter:
@@ -77,6 +79,57 @@ def item(row: Row[Any], score: float, reasons: dict[str, Any]) -> dict[str, Any]
         "score": round(score, 6),
         "reasons": reasons,
     }
+
+
+def cut_entries(
+    session: Session, cuts: Sequence[tuple[int, Reason]], external: Mapping[int, str]
+) -> list[dict[str, Any]]:
+    """The ``suppressed`` entries of ``(article id, reason)`` cuts: ``{"id", "duplicate_of",
+    "distance", "rule", "score", "via"}`` (cuts naming an article not in ``external``, i.e.
+    deleted since, are left out).
+
+    ``rule`` is the one that made the two the same article: ``"resemblance"`` or
+    ``"containment"`` of the texts (``score`` its figure) when they are in one cluster, as
+    stored with the cluster row when the member joined its canonical; ``"editor"`` when an
+    editor's override did (``score`` null, or the texts' resemblance for a stored row);
+    ``"cosine"`` (of the stored vectors, ``score``) for a pair outside clusters within the
+    radius; ``"cluster"`` (``score`` null) for a row stored before rules were kept. ``via``
+    is the cluster's canonical when neither of the two is it: the rule and figure are then
+    those of the suppressed article's join to that canonical (the pair itself was never
+    compared); otherwise null."""
+    cuts = [(a, r) for a, r in cuts if a in external and r.duplicate_of in external]
+    clustered = [x for a, r in cuts if r.rule == "cluster" for x in (a, r.duplicate_of)]
+    rows = member_rows(session=session, article_ids=clustered) if clustered else {}
+    out: list[dict[str, Any]] = []
+    vias: list[int | None] = []
+    for article, reason in cuts:
+        rule, score, via = reason.rule, reason.score, None
+        row = rows.get(article) or rows.get(reason.duplicate_of)
+        if rule == "cluster" and row is not None:
+            rule, score = row.rule or "cluster", _figure(row.score) if row.rule else None
+            if article in rows and reason.duplicate_of in rows:
+                via = row.canonical_id
+        vias.append(via)
+        out.append(
+            {
+                "id": external[article],
+                "duplicate_of": external[reason.duplicate_of],
+                "distance": reason.distance,
+                "rule": rule,
+                "score": score,
+            }
+        )
+    names = dict(external)
+    missing = [v for v in vias if v is not None and v not in names]
+    if missing:
+        names.update({i: r.external_id for i, r in briefs(session=session, ids=missing).items()})
+    for entry, via in zip(out, vias, strict=True):
+        entry["via"] = names.get(via) if via is not None else None
+    return out
+
+
+def _figure(score: float | None) -> float | None:
+    return None if score is None else round(score, 4)
 
 
 def hits_in_order(

@@ -4,7 +4,7 @@
 
     {"article": "id",
      "items": [{"id", "title", "url", "score", "reasons": {"shared_terms": [...], ...}}],
-     "suppressed": [{"id", "duplicate_of", "distance"}],
+     "suppressed": [{"id", "duplicate_of", "distance", "rule", "score", "via"}],
      "floor": {"min_score", "dropped"}}
 
 ``score`` (6 decimals) is the cosine of the two stored TF-IDF vectors, blended with the cosine
@@ -16,7 +16,11 @@ from: ``shared_terms`` (each term's ``(1 - w) * q_t * d_t``), ``dense`` (``w * d
 score. ``suppressed`` lists what would have been on this
 page but is a near-duplicate (``recommend.criterion``) of the article itself
 (``duplicate_of`` = the article) or of an item ranked above it (``duplicate_of`` = that item),
-with the Hamming distance of their fingerprints, so an editor can see why X is not shown.
+with the Hamming distance of their fingerprints and the rule that made them the same article
+(``rule``: ``resemblance`` / ``containment`` of the texts for a cluster, ``cosine`` of the
+vectors outside clusters, ``editor`` for an override; ``score`` its figure; ``via`` the
+cluster's canonical when the two met through it: ``recommend.listing.cut_entries``), so an
+editor can see why X is not shown.
 
 The relevance floor: items scoring below ``min_score`` (the request's, else
 ``related.min_score``) are left out, so a list can be shorter than ``k`` rather than padded with
@@ -55,6 +59,7 @@ from recengine.recommend.criterion import DuplicateCriterion
 from recengine.recommend.curation import Curation, concat
 from recengine.recommend.explain import shared_terms
 from recengine.recommend.listing import (
+    cut_entries,
     hit_vectors,
     hits_in_order,
     item,
@@ -267,15 +272,8 @@ class RelatedArticles:
             if i < n_pinned:
                 reasons["pinned"] = True
             items.append(item(row, float(hits.scores[i]), reasons))
-        suppressed = [
-            {
-                "id": external[int(hits.ids[s.position])],
-                "duplicate_of": external[s.duplicate_of],
-                "distance": s.distance,
-            }
-            for s in shown
-            if int(hits.ids[s.position]) in external and s.duplicate_of in external
-        ]
+        cuts = [(int(hits.ids[s.position]), s.reason) for s in shown]
+        suppressed = cut_entries(session, cuts, external)
         return {"article": query.external_id, "items": items, "suppressed": suppressed}
 
     def reasons(

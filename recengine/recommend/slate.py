@@ -14,7 +14,7 @@ from recengine.recommend.curation import Curation
 from recengine.recommend.interests import Interest
 from recengine.recommend.listing import hit_vectors, with_clusters
 from recengine.recommend.live import Snapshot
-from recengine.recommend.suppress import closest_duplicate
+from recengine.recommend.suppress import Reason, closest_duplicate
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,11 @@ class Entry:
 @dataclass(frozen=True)
 class Cut:
     id: int
-    duplicate_of: int
-    distance: int
+    reason: Reason
+
+    @property
+    def duplicate_of(self) -> int:
+        return self.reason.duplicate_of
 
 
 @dataclass
@@ -135,7 +138,7 @@ class Slate:
         for others in (self.anchors, self._as_articles(self.kept)):
             reason = closest_duplicate(one, others, self.criterion, self.curation)
             if reason is not None:
-                self.suppressed.append(Cut(entry.id, *reason))
+                self.suppressed.append(Cut(entry.id, reason))
                 return True
         return False
 

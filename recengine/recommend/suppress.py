@@ -10,6 +10,11 @@ canonical article: the one most related to this query).
 With a :class:`~recengine.recommend.curation.Curation`, the editors' overrides correct the
 criterion's verdicts (``not_duplicate``, ``same_article``), and a candidate blocked with an
 anchor or with a result kept above it is skipped (not reported as a duplicate).
+
+Each cut carries its :class:`Reason`: which rule made the pair the same article. One of
+``"cluster"`` (the two are in one cluster; ``recommend.listing.cut_entries`` replaces it by the
+rule stored with the cluster row, resemblance or containment, and its figure), ``"cosine"``
+(within the radius, the stored vectors' cosine) or ``"editor"`` (an editor's ``same_article``).
 """
 
 from __future__ import annotations
@@ -24,11 +29,28 @@ from recengine.recommend.curation import Curation
 
 
 @dataclass(frozen=True)
-class Suppressed:
-    position: int  # in the candidate list
+class Reason:
+    """Why an article was cut: the article it duplicates and the rule that said so."""
+
     duplicate_of: int  # article id (an anchor or a kept result)
     distance: int  # Hamming distance of the two fingerprints
+    rule: str  # "cluster", "cosine" or "editor" (module docstring)
+    score: float | None = None  # the cosine for "cosine"; None otherwise
+
+
+@dataclass(frozen=True)
+class Suppressed:
+    position: int  # in the candidate list
+    reason: Reason
     kept_before: int  # results kept before it (for paging)
+
+    @property
+    def duplicate_of(self) -> int:
+        return self.reason.duplicate_of
+
+    @property
+    def distance(self) -> int:
+        return self.reason.distance
 
 
 @dataclass
@@ -65,7 +87,7 @@ def pick(
         if reason is None and out.kept:
             reason = closest_duplicate(one, candidates.take(out.kept), criterion, curation)
         if reason is not None:
-            out.suppressed.append(Suppressed(i, reason[0], reason[1], len(out.kept)))
+            out.suppressed.append(Suppressed(i, reason, len(out.kept)))
         elif _blocked(curation, int(one.ids[0]), anchors, candidates, out.kept):
             continue
         elif accept is None or accept(i, out.kept):
@@ -91,18 +113,25 @@ def closest_duplicate(
     others: Articles,
     criterion: DuplicateCriterion,
     curation: Curation | None = None,
-) -> tuple[int, int] | None:
-    """``(id, distance)`` of the closest of ``others`` that the article ``one[0]`` duplicates
-    (by the criterion, corrected by the editors' overrides when given)."""
+) -> Reason | None:
+    """Why the article ``one[0]`` duplicates the closest (by fingerprint distance) of
+    ``others`` it duplicates (by the criterion, corrected by the editors' overrides when
+    given); None when it duplicates none."""
     if not len(others):
         return None
-    dup, distance = criterion.match(
+    found = criterion.match(
         int(one.fingerprints[0]), int(one.clusters[0]), lambda: one.vector(0), others
     )
+    dup = found.duplicate
     if curation is not None:
         dup = curation.correct(int(one.ids[0]), others.ids, dup)
     if not dup.any():
         return None
     hits = np.flatnonzero(dup)
-    best = hits[np.argmin(distance[hits])]
-    return int(others.ids[best]), int(distance[best])
+    best = int(hits[np.argmin(found.distance[hits])])
+    other, distance = int(others.ids[best]), int(found.distance[best])
+    if not found.duplicate[best]:
+        return Reason(other, distance, "editor")
+    if found.same_cluster[best]:
+        return Reason(other, distance, "cluster")
+    return Reason(other, distance, "cosine", round(float(found.cosine[best]), 4))

@@ -226,6 +226,23 @@ def members_of_all(*, session: Session, version: int, canonical_ids: Sequence[in
     return out
 
 
+def member_rows(*, session: Session, article_ids: Sequence[int]) -> dict[int, MemberRow]:
+    """The active rows of those of ``article_ids`` that are members (canonicals and singletons
+    have none), by article id; one read per ``IN_CHUNK`` ids."""
+    out: dict[int, MemberRow] = {}
+    for chunk in in_chunks(sorted(set(article_ids))):
+        rows = session.scalars(
+            select(ClusterMember).where(active_rows(), ClusterMember.article_id.in_(chunk))
+        )
+        out.update(
+            {
+                r.article_id: MemberRow(r.article_id, r.canonical_id, r.distance, r.score, r.rule)
+                for r in rows
+            }
+        )
+    return out
+
+
 def members_of(*, session: Session, canonical_id: int) -> list[MemberRow]:
     rows = session.execute(
         select(ClusterMember)

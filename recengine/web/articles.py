@@ -78,7 +78,8 @@ def related(article_id: str) -> RelatedOut:
     """Articles a reader of this one wants next: related, never a near-duplicate of it.
 
     Ranked by cosine of the TF-IDF vectors; a near-duplicate of the article, or of an item
-    above, is left out and listed in ``suppressed`` with ``duplicate_of`` and the distance. The
+    above, is left out and listed in ``suppressed`` with ``duplicate_of``, the distance and the
+    rule that matched (``rule``, its figure ``score``, ``via`` the canonical it met through). The
     worker's index follows SQL before answering (``index.sync_interval_s``), so an article
     written through any worker shows up here from the next request.
 

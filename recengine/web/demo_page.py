@@ -37,6 +37,14 @@ from recengine.web.services import services, session
 MAX_PARAGRAPHS = 80
 LATEST = 15
 WIDGET_K = 8  # what the page's widget asks for (data-recengine-k)
+# The rules of the near-duplicate criterion as the editor view names them (recommend.listing).
+RULE_NAMES = {
+    "resemblance": "文本相似度",
+    "containment": "文本包含度",
+    "cosine": "向量余弦",
+    "editor": "编辑判定",
+    "cluster": "同一重复组",
+}
 EXAMPLE_SITE = "RECENGINE_EXAMPLE_SITE"  # app.config: the demo's other origin, when it has one
 _HTTP_URL = re.compile(r"^https?://", re.IGNORECASE)
 
@@ -49,7 +57,7 @@ class DemoQuery(BaseModel):
 class EditorView:
     """What suppression did on this page: the widget's list and the article's cluster."""
 
-    suppressed: list[dict[str, Any]]  # as in the related body: id, duplicate_of, distance
+    suppressed: list[dict[str, Any]]  # as in the related body: id, duplicate_of, distance, rule...
     below_floor: int
     cluster: DuplicatesOf | None
     model_missing: bool
@@ -74,6 +82,7 @@ def demo() -> ResponseReturnValue:
         truncated=len(shown) > MAX_PARAGRAPHS,
         safe_url=_safe_url(article),
         editor=editor,
+        rule_names=RULE_NAMES,
         titles=titles_of(session=current, external_ids=ids),
         with_duplicates=clustered,
         latest=latest,
@@ -112,7 +121,7 @@ def _editor_view(current: Session, article: Article) -> EditorView:
 def _mentioned(editor: EditorView | None) -> list[str]:
     if editor is None:
         return []
-    ids = [i for s in editor.suppressed for i in (s["id"], s["duplicate_of"])]
+    ids = [i for s in editor.suppressed for i in (s["id"], s["duplicate_of"], s["via"]) if i]
     if editor.cluster is not None:
         ids += [editor.cluster.canonical, *(d.id for d in editor.cluster.duplicates)]
     return ids

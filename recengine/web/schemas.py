@@ -136,6 +136,20 @@ class SuppressedItem(_Out):
     id: str
     duplicate_of: str = Field(description="The article it duplicates.")
     distance: int = Field(description="Hamming distance of the 64-bit simhash fingerprints.")
+    rule: Literal["resemblance", "containment", "cosine", "editor", "cluster"] = Field(
+        description="The rule that made the two the same article: the texts' resemblance or "
+        "containment, as verified when the cluster was formed; the stored vectors' cosine "
+        "(within the radius, outside clusters); an editor's override; or cluster "
+        "membership (a row stored before rules were kept)."
+    )
+    score: float | None = Field(
+        description="That rule's figure (resemblance, containment or cosine, 0..1); null "
+        "for an editor's override given at list time and for cluster rows without a rule."
+    )
+    via: str | None = Field(
+        description="The cluster's canonical article when neither of the two is it: rule "
+        "and score are then those of this article's join to the canonical; null otherwise."
+    )
 
 
 class Floor(_Out):

@@ -117,3 +117,47 @@ def test_an_excerpt_is_stored_and_shown_as_contained_in_its_source(
     (copy,) = body["duplicates"]
     assert copy["id"] == "excerpt" and copy["rule"] == "containment"
     assert copy["joined_by"] == "containment" and copy["joined_score"] >= 0.8
+
+
+def test_suppressed_entries_say_which_rule_matched(
+    client: FlaskClient, corpus: list[dict[str, Any]]
+) -> None:
+    # a source with a repost (resemblance) and an excerpt only the containment rule joins
+    source, excerpt = next(
+        (r, e)
+        for r in sorted(corpus, key=lambda r: -len(r["content"]))
+        for e in [excerpt_of(r, 0.4)]
+        if _only_contained(r, e)
+    )
+    copies = [excerpt, repost(source, "copy")]
+    assert client.post("/api/v1/articles", json=copies, headers=AUTH).status_code == 200
+    joined = {
+        d["id"]: d
+        for d in client.get(f"/api/v1/articles/{source['id']}/duplicates").get_json()["duplicates"]
+    }
+    assert {d["joined_by"] for d in joined.values()} == {"containment", "resemblance"}
+
+    def cuts(article: str) -> dict[str, dict[str, Any]]:
+        body = client.get(f"/api/v1/articles/{article}/related?k=50").get_json()
+        return {s["id"]: s for s in body["suppressed"]}
+
+    # each copy is cut as the source's duplicate, with the rule and figure it joined by
+    mine = cuts(source["id"])
+    for name, rule in (("excerpt", "containment"), ("copy", "resemblance")):
+        assert mine[name]["duplicate_of"] == source["id"] and mine[name]["via"] is None
+        assert mine[name]["rule"] == rule == joined[name]["joined_by"]
+        assert mine[name]["score"] == joined[name]["joined_score"]
+    assert mine["excerpt"]["score"] >= 0.8 and mine["copy"]["score"] >= 0.45
+    # from the excerpt: the source joined it by containment; the copy met it only through the
+    # canonical (the source), so its figure is its own join to the canonical
+    theirs = cuts("excerpt")
+    assert theirs[source["id"]]["rule"] == "containment" and theirs[source["id"]]["via"] is None
+    assert theirs["copy"]["duplicate_of"] == "excerpt" and theirs["copy"]["via"] == source["id"]
+    assert (theirs["copy"]["rule"], theirs["copy"]["score"]) == (
+        "resemblance",
+        joined["copy"]["joined_score"],
+    )
+    # the editor view names the rule of every cut and of every duplicate
+    page = client.get(f"/?article={excerpt['id']}").get_data(as_text=True)
+    assert page.count('data-rule="containment"') >= 2  # the source cut; the source as duplicate
+    assert '<td class="rule" data-rule="resemblance">文本相似度' in page and "经由主稿" in page
