@@ -33,6 +33,19 @@ def _only_contained(source: dict[str, Any], excerpt: dict[str, Any]) -> bool:
     return jaccard < 0.45 and coverage >= 0.36 and bool(np.intersect1d(a.passages, b.passages).size)
 
 
+def contained_excerpt(corpus: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A long article and 40% of it: all of it contained, covering 35-45% of the source (a
+    resemblance under 0.45: only the containment rule holds). Of the long ones, the first that
+    fits and whose excerpt is a candidate (shares a passage hash: likely, not certain;
+    candidate recall is measured in bench/neardup_quality.py)."""
+    return next(
+        (r, e)
+        for r in sorted(corpus, key=lambda r: -len(r["content"]))
+        for e in [excerpt_of(r, 0.4)]
+        if _only_contained(r, e)
+    )
+
+
 def repost(original: dict[str, Any], new_id: str) -> dict[str, Any]:
     """What reposting really does: a header and a footer around the same text."""
     content = f"转载自技术公众号，原文如下。\n\n{original['content']}\n\n（完）欢迎关注与转发。"
@@ -102,16 +115,7 @@ def test_deleting_the_canonical_promotes_the_copy(
 def test_an_excerpt_is_stored_and_shown_as_contained_in_its_source(
     client: FlaskClient, corpus: list[dict[str, Any]]
 ) -> None:
-    # 40% of a long article: all of it contained, covering 35-45% of the source (a resemblance
-    # under 0.45: only the containment rule holds). Of the long ones, the first that fits and
-    # whose excerpt is a candidate (shares a passage hash: likely, not certain; candidate
-    # recall is measured in bench/neardup_quality.py).
-    source, record = next(
-        (r, e)
-        for r in sorted(corpus, key=lambda r: -len(r["content"]))
-        for e in [excerpt_of(r, 0.4)]
-        if _only_contained(r, e)
-    )
+    source, record = contained_excerpt(corpus)
     assert client.post("/api/v1/articles", json=record, headers=AUTH).status_code == 200
     body = client.get(f"/api/v1/articles/{source['id']}/duplicates").get_json()
     (copy,) = body["duplicates"]
@@ -123,12 +127,7 @@ def test_suppressed_entries_say_which_rule_matched(
     client: FlaskClient, corpus: list[dict[str, Any]]
 ) -> None:
     # a source with a repost (resemblance) and an excerpt only the containment rule joins
-    source, excerpt = next(
-        (r, e)
-        for r in sorted(corpus, key=lambda r: -len(r["content"]))
-        for e in [excerpt_of(r, 0.4)]
-        if _only_contained(r, e)
-    )
+    source, excerpt = contained_excerpt(corpus)
     copies = [excerpt, repost(source, "copy")]
     assert client.post("/api/v1/articles", json=copies, headers=AUTH).status_code == 200
     joined = {
