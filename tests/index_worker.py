@@ -48,7 +48,8 @@ def serve(conn: Connection, overrides: dict[str, Any], kind: str) -> None:
     factory = make_session_factory(engine)
     featurizer = Featurizer(settings)
     follower = followers(settings)[kind]
-    sources = {"neardup": "index", "passages": "passages"}  # the candidate indexes of clusters
+    # the candidate indexes of clusters, and the canonicals' one
+    sources = {"neardup": "index", "passages": "passages", "canonicals": "canonicals"}
     dedup = Deduplicator(settings, **({sources[kind]: follower} if kind in sources else {}))
     ingester = Ingester(factory, featurizer, dedup=dedup)
 

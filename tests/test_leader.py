@@ -34,6 +34,14 @@ class FakeView:
                 self._adjacent.setdefault(b, []).append(a)
         return sorted(c for c in self._adjacent.get(article_id, []) if c in self.live)
 
+    def canonical_candidates(self, article_id: int) -> Sequence[int]:
+        # exactly those without a stored row: the run must find the ones it promotes itself
+        return [c for c in self.candidates(article_id) if c not in self.rows]
+
+    def among_candidates(self, article_id: int, ids: Sequence[int]) -> Sequence[int]:
+        mine = set(self.candidates(article_id))
+        return [int(i) for i in ids if int(i) in mine]
+
     def stored(self, article_ids: Sequence[int]) -> Mapping[int, int]:
         return {i: self.rows[i] for i in article_ids if i in self.rows}
 
@@ -144,3 +152,23 @@ def test_a_write_into_a_big_cluster_verifies_once() -> None:
     view.ok |= {(a, 10**6) for a in range(size + 1)}
     view.apply(relink(view, [10**6]))
     assert set(view.rows.values()) == {10**6} and view.verified == size + 1
+
+
+def test_members_left_by_their_canonical_join_the_one_among_them_promoted() -> None:
+    # the canonical candidates a view returns are the stored canonicals: a member that this run
+    # turns into a canonical (its canonical deleted, or edited away) must still be found
+    for change in ("delete", "edit"):
+        view = FakeView()
+        for i in range(4):
+            view.live[i] = (0, float(i), i)
+        view.cands = {(a, b) for a in range(4) for b in range(a + 1, 4)}
+        view.ok = set(view.cands)
+        view.apply(relink(view, range(4)))
+        assert view.rows == {1: 0, 2: 0, 3: 0}
+        if change == "delete":
+            del view.live[0]
+            view.apply(relink(view, [], [0]))
+        else:
+            view.ok = {p for p in view.ok if 0 not in p}
+            view.apply(relink(view, [0]))
+        assert view.rows == {2: 1, 3: 1} == view.full()

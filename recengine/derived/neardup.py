@@ -6,6 +6,14 @@ Rows: ``id`` and ``fingerprint`` (``uint64``) of every live article whose text h
 rebuilding the tables from the arrays costs about as much as reading serialised tables would
 (both linear), and the file stays small (16 bytes per article) and independent of the FAISS
 version.
+
+:class:`CanonicalKind` is the same index over the canonicals alone (articles with no member row
+under the version: canonicals of clusters and singletons), what a write searches for the
+canonicals it may join (``pipeline.dedup``): a templated page type puts every page within the
+radius of every other, and the full index then answers a new page with the whole cluster.
+An article's presence there changes when its member row comes or goes, which another article's
+write can cause (a takeover, a canonical deleted): writers give such articles the write's
+``seq`` (``storage.overrides.mark_changed``), so every process follows the change like an edit.
 """
 
 from __future__ import annotations
@@ -86,6 +94,23 @@ def neardup_follower(settings: Settings) -> Follower[NearDupIndex]:
     return Follower(
         NearDupKind(settings.features.hamming_k),
         index_directory(settings, NearDupKind.name),
+        save_after=settings.index.save_after,
+        **follower_options(settings),
+    )
+
+
+class CanonicalKind(NearDupKind):
+    """:class:`NearDupKind` over the articles with no member row under the version."""
+
+    name: ClassVar[str] = "canonicals"
+    canonicals_only: ClassVar[bool] = True
+
+
+def canonical_follower(settings: Settings) -> Follower[NearDupIndex]:
+    """A process's radius index of canonicals (see :class:`CanonicalKind`), following SQL."""
+    return Follower(
+        CanonicalKind(settings.features.hamming_k),
+        index_directory(settings, CanonicalKind.name),
         save_after=settings.index.save_after,
         **follower_options(settings),
     )

@@ -7,12 +7,23 @@ from typing import Any
 
 from recengine.config import Settings
 from recengine.derived.dense import DenseKind, dense_follower
-from recengine.derived.neardup import NearDupKind, neardup_follower
+from recengine.derived.neardup import (
+    CanonicalKind,
+    NearDupKind,
+    canonical_follower,
+    neardup_follower,
+)
 from recengine.derived.passages import PassageKind, passage_follower
 from recengine.derived.related import RelatedKind, related_follower
 from recengine.index.follower import Follower
 
-KINDS = (NearDupKind.name, PassageKind.name, RelatedKind.name, DenseKind.name)
+KINDS = (
+    NearDupKind.name,
+    PassageKind.name,
+    CanonicalKind.name,
+    RelatedKind.name,
+    DenseKind.name,
+)
 
 
 def followers(settings: Settings, *, background: bool = False) -> dict[str, Follower[Any]]:
@@ -20,6 +31,7 @@ def followers(settings: Settings, *, background: bool = False) -> dict[str, Foll
     return {
         NearDupKind.name: neardup_follower(settings),
         PassageKind.name: passage_follower(settings),
+        CanonicalKind.name: canonical_follower(settings),
         RelatedKind.name: related_follower(settings, background=background),
         DenseKind.name: dense_follower(settings, background=background),
     }

@@ -7,6 +7,13 @@ candidates are the union of both; the self-join is the union of both self-joins.
 (``features.neardup``) decides every candidate the same way whichever source found it, so the
 clusters do not depend on which source found a pair.
 
+A third, optional index holds the *canonicals* alone (``derived.neardup.CanonicalKind``): a write
+asks :meth:`Candidates.of_canonicals` for the candidates it may join, which is a search of that
+index plus the passage hits it holds, however many members the clusters around have (a
+templated page type puts every page within the radius of every other: :meth:`Candidates.of`
+returns the whole cluster). :meth:`Candidates.among` answers "which of these are candidates"
+without a search (the few articles a write turned into canonicals).
+
 Array contracts: ids ``int64``; :class:`~recengine.index.neardup.Pairs` as there (``a < b``,
 sorted, once each; the distances of pairs only the passages found are the fingerprints'
 Hamming distance too).
@@ -25,10 +32,13 @@ from recengine.index.passages import PassageIndex
 
 @dataclass(frozen=True)
 class Candidates:
-    """Both candidate sources of one model version (``passages`` None: the radius alone)."""
+    """Both candidate sources of one model version (``passages`` None: the radius alone;
+    ``canonicals``: the radius index of the canonicals among ``radius``'s articles, when the
+    caller follows one)."""
 
     radius: NearDupIndex
     passages: PassageIndex | None = None
+    canonicals: NearDupIndex | None = None
 
     def __contains__(self, article_id: int) -> bool:
         return article_id in self.radius
@@ -41,13 +51,39 @@ class Candidates:
         fp = self.radius.fingerprint(article_id)
         if fp is None:
             return np.zeros(0, np.int64)
-        found = [self.radius.search(fp)[0]]
-        held = None if self.passages is None else self.passages.passages(article_id)
-        if held is not None and len(held) and self.passages is not None:
-            more = self.passages.query(held)
-            found.append(more[self.radius.contains_many(more)])  # both index the same articles
+        found = [self.radius.search(fp)[0], self._passage_hits(article_id)]
         out = np.unique(np.concatenate(found))
         kept: IdArray = out[out != article_id]
+        return kept
+
+    def of_canonicals(self, article_id: int) -> IdArray:
+        """:meth:`of` restricted to the articles of ``canonicals`` (sorted, distinct), without
+        listing the rest; :meth:`of` itself when there is no such index."""
+        fp = self.radius.fingerprint(article_id)
+        heads = self.canonicals
+        if heads is None or fp is None:
+            return self.of(article_id)
+        found = [heads.search(fp)[0], self._passage_hits(article_id)]
+        out = np.unique(np.concatenate(found))
+        kept: IdArray = out[heads.contains_many(out) & (out != article_id)]
+        return kept
+
+    def among(self, article_id: int, ids: IdArray) -> IdArray:
+        """Those of ``ids`` that are candidates of ``article_id`` (in :meth:`of`), in order."""
+        fp = self.radius.fingerprint(article_id)
+        if fp is None or not len(ids):
+            return np.zeros(0, np.int64)
+        hit = self.radius.within(fp, ids) | np.isin(ids, self._passage_hits(article_id))
+        kept: IdArray = ids[hit & self.radius.contains_many(ids) & (ids != article_id)]
+        return kept
+
+    def _passage_hits(self, article_id: int) -> IdArray:
+        """Stored ids sharing a (non-stop) passage with a stored article (itself included)."""
+        held = None if self.passages is None else self.passages.passages(article_id)
+        if held is None or not len(held) or self.passages is None:
+            return np.zeros(0, np.int64)
+        more = self.passages.query(held)
+        kept: IdArray = more[self.radius.contains_many(more)]  # both index the same articles
         return kept
 
     def of_radius(self, article_id: int) -> IdArray:

@@ -348,7 +348,9 @@ class Follower(Generic[T]):
             if held.seq < pos.seq:
                 held, _ = self._catch_up(reader, held, pos.seq)
             if self.kind.size(held.index) == reader.count(
-                version=version, needs_terms=self.kind.needs_terms
+                version=version,
+                needs_terms=self.kind.needs_terms,
+                canonicals_only=self.kind.canonicals_only,
             ):
                 return held
             pos = Position(*reader.position())
@@ -395,6 +397,7 @@ class Follower(Generic[T]):
                         version=version,
                         fields=kind.fields,
                         needs_terms=kind.needs_terms,
+                        canonicals_only=kind.canonicals_only,
                         after_id=last,
                         limit=self.page,
                     )
@@ -427,6 +430,7 @@ class Follower(Generic[T]):
                 version=held.version,
                 fields=self.kind.fields,
                 needs_terms=self.kind.needs_terms,
+                canonicals_only=self.kind.canonicals_only,
                 after=after,
                 upto=upto,
                 limit=self.page,

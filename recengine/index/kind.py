@@ -8,7 +8,9 @@ says how to turn rows into its index:
 
 * :attr:`IndexKind.name` (its folder and the ``kind`` of its files), :attr:`IndexKind.fields`
   (the row columns it needs beyond ``id`` and ``seq``), :attr:`IndexKind.needs_terms` (leave out
-  articles whose text has no terms);
+  articles whose text has no terms), :attr:`IndexKind.canonicals_only` (leave out the members of
+  near-duplicate clusters under the version: writers keep an article's ``seq`` moving when its
+  member row comes or goes, ``pipeline.dedup``);
 * :meth:`IndexKind.params`: the parameters a saved file must have been built with;
 * :meth:`IndexKind.build` from pages of rows, :meth:`IndexKind.apply` drops and upserts;
 * optionally :meth:`IndexKind.for_version`: the kind bound to what was fitted with the model
@@ -60,7 +62,14 @@ class RowReader(Protocol):
         ...
 
     def live(
-        self, *, version: int, fields: Sequence[str], needs_terms: bool, after_id: int, limit: int
+        self,
+        *,
+        version: int,
+        fields: Sequence[str],
+        needs_terms: bool,
+        after_id: int,
+        limit: int,
+        canonicals_only: bool = False,
     ) -> Sequence[Any]:
         """Up to ``limit`` live articles with features of ``version`` and ``id > after_id``,
         by id."""
@@ -75,12 +84,13 @@ class RowReader(Protocol):
         after: tuple[int, int],
         upto: int,
         limit: int,
+        canonicals_only: bool = False,
     ) -> Sequence[Any]:
         """Up to ``limit`` articles changed after ``after = (seq, id)`` with ``seq <= upto``,
         ordered by ``(seq, id)``; deleted ones included (``present`` false)."""
         ...
 
-    def count(self, *, version: int, needs_terms: bool) -> int:
+    def count(self, *, version: int, needs_terms: bool, canonicals_only: bool = False) -> int:
         """How many articles :meth:`live` yields in all."""
         ...
 
@@ -106,6 +116,7 @@ class IndexKind(ABC, Generic[T]):
     name: ClassVar[str]
     fields: ClassVar[tuple[str, ...]]
     needs_terms: ClassVar[bool] = False
+    canonicals_only: ClassVar[bool] = False  # members of a cluster are left out (not present)
 
     @abstractmethod
     def params(self) -> dict[str, Any]:

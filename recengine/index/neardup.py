@@ -154,6 +154,19 @@ class NearDupIndex:
             return None
         return int(self._fps[self._pos[article_id]])
 
+    def within(self, fp: int, ids: IdArray, k: int | None = None) -> npt.NDArray[np.bool_]:
+        """For each of ``ids``: stored, and within Hamming ``<= k`` of ``fp`` (what
+        :meth:`search` would return among them, without searching every table).
+
+        Raises:
+            ValueError: a radius the index cannot answer exactly.
+        """
+        radius = self._radius(k)
+        out = self.contains_many(ids)
+        stored = self._fps[self._pos[ids[out]]]
+        out[out] = np.bitwise_count(stored ^ np.uint64(fp)) <= radius
+        return out
+
     def arrays(self) -> tuple[IdArray, FpArray]:
         """Live ``(ids, fingerprints)``, sorted by id (copies)."""
         live = np.flatnonzero(self._alive[: self._size])

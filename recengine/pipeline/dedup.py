@@ -9,8 +9,12 @@ that changed or went, and the later articles a new canonical may take over), in 
 Work per write is bounded by the candidates of the written article, not by the size of the
 cluster it joins: it is verified against the earlier canonicals among its candidates only (the
 cluster invariant "every member within the criterion of its canonical" needs nothing more).
-The result equals a full recluster. Rows are replaced in the same transaction, so a crash
-leaves the batch and its clusters both in or both out.
+The canonicals among its candidates come from a radius index of the canonicals alone (the
+process's ``derived.neardup.CanonicalKind`` follower), so a write into a cluster of any size
+looks at its few canonicals, never at its members. The result equals a full recluster. Rows
+are replaced in the same transaction, so a crash leaves the batch and its clusters both in or
+both out; the articles whose member row came or went get the write's ``seq``
+(:meth:`ClusterPlan.write`), so every process's index of canonicals follows them like an edit.
 
 At reindex, :meth:`Deduplicator.cluster_all` computes every cluster of the new version before
 the switch, outside the writers' lock, by the same rule: the candidate pairs of the self-join
@@ -40,12 +44,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
-from recengine.derived.neardup import neardup_follower
+from recengine.derived.neardup import canonical_follower, neardup_follower
 from recengine.derived.passages import passage_follower
 from recengine.features.neardup import NearDupCriterion, Verdict
 from recengine.features.tfidf import SparseVector
@@ -58,8 +63,8 @@ from recengine.pipeline.featurize import compared_of
 from recengine.pipeline.leader import Ids, Rank, relink
 from recengine.pipeline.override_clusters import (
     constrained_rows,
-    near_overrides,
     overridden,
+    override_region,
     regroup,
 )
 from recengine.storage.articles import titles_and_contents
@@ -69,6 +74,7 @@ from recengine.storage.clusters import (
     delete_version,
     insert_rows,
     live_published,
+    member_ids,
     members_of_all,
     not_members,
     published,
@@ -77,8 +83,8 @@ from recengine.storage.clusters import (
 from recengine.storage.db import transaction
 from recengine.storage.features import features_of
 from recengine.storage.index_rows import SqlIndexRows, index_rows
-from recengine.storage.overrides import CLUSTER_KINDS, relations_of_kinds
-from recengine.storage.state import read_state
+from recengine.storage.overrides import CLUSTER_KINDS, mark_changed, relations_of_kinds
+from recengine.storage.state import begin_write, read_state
 from recengine.text.compare import Compared
 
 WRITE_CHUNK = 1_000  # cluster rows per short write transaction (a reindex, before its switch)
@@ -94,6 +100,7 @@ class Deduplicator:
         settings: candidate radius, verification thresholds, index files.
         index: a synced radius index to share; built from settings if omitted.
         passages: a synced passage index to share (the second candidate source); likewise.
+        canonicals: a synced radius index of the canonicals to share; likewise.
     """
 
     def __init__(
@@ -101,10 +108,12 @@ class Deduplicator:
         settings: Settings,
         index: Follower[NearDupIndex] | None = None,
         passages: Follower[PassageIndex] | None = None,
+        canonicals: Follower[NearDupIndex] | None = None,
     ) -> None:
         self.criterion = NearDupCriterion.from_settings(settings)
         self.index = index or neardup_follower(settings)
         self.passages = passages or passage_follower(settings)
+        self.canonicals = canonicals or canonical_follower(settings)
         self.k = settings.features.hamming_k
         self.strip = settings.features.strip_boilerplate
 
@@ -132,33 +141,40 @@ class Deduplicator:
                 follower.sync(rows)
 
     def synced(self, session: Session) -> Candidates:
-        """Both candidate indexes caught up with ``session``'s transaction (its own writes
-        included)."""
+        """The candidate indexes (and the canonicals' one) caught up with ``session``'s
+        transaction (its own writes included)."""
         rows = SqlIndexRows(session)
         near, passages = self.index.sync(rows), self.passages.sync(rows)
-        if near is None or passages is None:
-            return Candidates(NearDupIndex(self.k), PassageIndex())
-        return Candidates(near.index, passages.index)
+        heads = self.canonicals.sync(rows)
+        if near is None or passages is None or heads is None:
+            return Candidates(NearDupIndex(self.k), PassageIndex(), NearDupIndex(self.k))
+        return Candidates(near.index, passages.index, heads.index)
 
     def update(self, session: Session, changed: Iterable[int]) -> int:
         """Re-decide what ``changed`` articles (new, edited or deleted) affect under the active
         version, in the caller's (write) transaction; returns the rows written."""
         seeds = set(changed)
-        version = read_state(session=session).active_model_version
+        state = read_state(session=session)
+        version = state.active_model_version
         if not seeds or version is None:
             return 0
-        return self.update_version(session, seeds, version, self.synced(session))
+        index = self.synced(session)
+        plan = self.plan_version(session, seeds, version, index)
+        return self._write_active(session, plan, state.seq, index)
 
     def regroup(self, session: Session, changed: Iterable[int]) -> int:
         """Recompute the whole components of ``changed`` articles under the active version's
         cluster overrides, in the caller's (write) transaction (an override was added or
         removed); returns the rows written."""
-        version = read_state(session=session).active_model_version
+        state = read_state(session=session)
+        version = state.active_model_version
         if version is None:
             return 0
         judging = _Judging(self, session, version)
-        nodes, members = regroup(session, version, self.synced(session), changed, judging)
-        return ClusterPlan(version, sorted(nodes), [_row(m) for m in members]).write(session)
+        index = self.synced(session)
+        nodes, members = regroup(session, version, index, changed, judging)
+        plan = ClusterPlan(version, sorted(nodes), [_row(m) for m in members])
+        return self._write_active(session, plan, state.seq, index)
 
     def update_version(
         self, session: Session, changed: Iterable[int], version: int, index: Candidates
@@ -179,8 +195,7 @@ class Deduplicator:
         live = {i for i in seeds if i in index}
         view = _SqlView(session, index, version, self, live)
         decided = relink(view, live, seeds - live)
-        looked_at = {c for found in view.found.values() for c in found.tolist()}
-        if near_overrides(session, version, set(decided) | looked_at):
+        if _near(override_region(session, version), decided, view.looked, index):
             judging = _Judging(self, session, version)
             nodes, members = regroup(session, version, index, seeds, judging)
             return ClusterPlan(version, sorted(nodes), [_row(m) for m in members])
@@ -193,9 +208,14 @@ class Deduplicator:
         version = read_state(session=session).active_model_version
         if version is None:
             return 0
+        index = self.synced(session)
+        before = member_ids(session=session, version=version)
         delete_version(session=session, version=version)
-        members = self._leaders(lambda: nullcontext(session), self.synced(session), version)
+        members = self._leaders(lambda: nullcontext(session), index, version)
         insert_rows(session=session, version=version, rows=members)
+        nodes = sorted(set(before) | {m.article_id for m in members})
+        mark_changed(session=session, article_ids=nodes, seq=begin_write(session=session).seq)
+        self.canonicals.invalidate()
         return len(members)
 
     def cluster_all(self, factory: sessionmaker[Session], version: int, index: Candidates) -> int:
@@ -222,8 +242,20 @@ class Deduplicator:
         for follower in self._followers():
             follower.save()
 
-    def _followers(self) -> tuple[Follower[NearDupIndex], Follower[PassageIndex]]:
-        return self.index, self.passages
+    def _followers(self) -> tuple[Follower[Any], ...]:
+        return self.index, self.passages, self.canonicals
+
+    def _write_active(
+        self, session: Session, plan: ClusterPlan, seq: int, index: Candidates
+    ) -> int:
+        """Write a plan of the active version in the write transaction of ``seq``
+        (``index``: as synced before the plan). The articles that became or stopped being
+        members get ``seq`` (usually the written articles, which have it already), so every
+        process's index of canonicals reads them again, this process's included."""
+        written = plan.write(session)
+        mark_changed(session=session, article_ids=plan.flipped(index), seq=seq)
+        self.canonicals.rewind(seq - 1)
+        return written
 
     def _write_version(
         self, factory: sessionmaker[Session], version: int, members: Sequence[MemberRow]
@@ -337,6 +369,8 @@ class _SqlView:
         self.loaded = _Loaded()
         self.batch = set(batch)  # the written articles: loaded together at the first verify
         self.found: dict[int, IdArray] = {}
+        self.looked: set[int] = set()  # the articles whose candidates were looked at
+        self.heads_index = index.canonicals  # the canonicals at the start (None: read SQL)
         # What was read of the stored rows (they do not change while the plan is made): a
         # batch of templated pages has the whole cluster among the candidates of each page,
         # and each member's status is read once per batch, not once per page.
@@ -344,12 +378,22 @@ class _SqlView:
         self.heads: dict[int, int] = {}  # member -> stored canonical
 
     def candidates(self, article_id: int) -> IdArray:
+        self.looked.add(article_id)
         if article_id not in self.found:
             self.found[article_id] = self.index.of(article_id)
         return self.found[article_id]
 
+    def canonical_candidates(self, article_id: int) -> IdArray:
+        self.looked.add(article_id)
+        return self.index.of_canonicals(article_id)
+
+    def among_candidates(self, article_id: int, ids: Ids) -> IdArray:
+        return self.index.among(article_id, np.asarray(ids, dtype=np.int64))
+
     def stored(self, article_ids: Sequence[int]) -> Mapping[int, int]:
         ids = self._known(article_ids)
+        if self.heads_index is not None:  # those in it have no row: no need to ask
+            ids = ids[~self.heads_index.contains_many(ids)]
         maybe = set(ids[self.status[ids] != _FREE].tolist())  # members and the unknown
         unknown = sorted(i for i in maybe if i not in self.heads)
         if unknown:
@@ -361,6 +405,9 @@ class _SqlView:
 
     def unclustered(self, article_ids: Ids) -> Sequence[int]:
         ids = self._known(article_ids)
+        if self.heads_index is not None:  # candidates are indexed: in it = no member row
+            heads: list[int] = np.unique(ids[self.heads_index.contains_many(ids)]).tolist()
+            return heads
         unknown = np.unique(ids[self.status[ids] == _UNKNOWN])
         if len(unknown):
             free = not_members(
@@ -406,6 +453,19 @@ class ClusterPlan:
     nodes: list[int]
     members: list[MemberRow]
 
+    def flipped(self, index: Candidates) -> list[int]:
+        """The nodes whose presence among ``index``'s canonicals (as of before the plan) the
+        plan changes: members that were canonicals, canonicals that were members (all the
+        nodes when ``index`` holds no canonicals)."""
+        nodes = np.asarray(self.nodes, dtype=np.int64)
+        if index.canonicals is None:
+            return self.nodes
+        members = np.fromiter((r.article_id for r in self.members), np.int64, len(self.members))
+        was = index.canonicals.contains_many(nodes)
+        now = index.radius.contains_many(nodes) & ~np.isin(nodes, members)
+        flipped: list[int] = nodes[was != now].tolist()
+        return flipped
+
     def write(self, session: Session) -> int:
         """Replace the rows (in the caller's write transaction); returns how many."""
         replace_member_rows(
@@ -428,6 +488,18 @@ class _Loaded:
             title, content = self.raw.pop(article_id)
             found = self.texts[article_id] = compared_of(title, content, strip)
         return found
+
+
+def _near(
+    region: set[int], decided: Mapping[int, Member | None], looked: set[int], index: Candidates
+) -> bool:
+    """Whether a plan re-decided or looked at a candidate in the override ``region``."""
+    if not region:
+        return False
+    if not region.isdisjoint(decided):
+        return True
+    named = np.array(sorted(region), dtype=np.int64)
+    return any(len(index.among(x, named)) for x in sorted(looked))
 
 
 def _row(m: Member) -> MemberRow:

@@ -12,6 +12,8 @@ re-deciding only the articles it can affect, in rank order (a heap), each at mos
   before it are verified against it, earliest first, until one passes. That is the whole cost
   of the usual write (a newly published repost), whatever the size of the cluster it joins:
   one verification per earlier canonical among its candidates, not one per pair of the cluster.
+  Only the canonicals among its candidates are looked up (``ClusterView.canonical_candidates``:
+  the canonicals' own index, plus those this run turned into canonicals), never the members.
 * if X **becomes a canonical** (new, or no longer a member), the later articles that could
   now prefer it are re-decided: its candidates that rank after it and are canonicals or
   members of a canonical ranked after it. An earlier-published copy that arrives after its
@@ -54,6 +56,16 @@ class ClusterView(Protocol):
         """Live articles in the candidate relation with ``article_id`` (symmetric)."""
         ...
 
+    def canonical_candidates(self, article_id: int) -> Ids:
+        """Those of :meth:`candidates` that had no stored member row when the run began (it
+        may return more: they are filtered): what deciding an article searches, so that a
+        write into a large cluster is not answered with all its members."""
+        ...
+
+    def among_candidates(self, article_id: int, ids: Ids) -> Ids:
+        """Those of ``ids`` that are in :meth:`candidates` (``ids`` are few)."""
+        ...
+
     def stored(self, article_ids: Sequence[int]) -> Mapping[int, int]:
         """The stored assignment of those that are members: member id -> canonical id."""
         ...
@@ -84,6 +96,8 @@ class _State:
         self.view = view
         self.decided: dict[int, Member | None] = {}  # None: canonical (or singleton)
         self.rank: dict[int, Rank] = {}
+        # decided canonical in this run, stored as members: canonical_candidates misses them
+        self.promoted: list[int] = []
 
     def canonical(self, ids: Sequence[int]) -> dict[int, int]:
         """id -> its canonical (itself for a canonical)."""
@@ -149,6 +163,8 @@ def relink(
         old = state.canonical([x])[x]
         new = _decide(state, x)
         state.decided[x] = new
+        if new is None and old != x:
+            state.promoted.append(x)
         head = new.canonical_id if new is not None else x
         if old == x and head != x and x not in was:
             push(view.members([x]))
@@ -160,7 +176,11 @@ def relink(
 def _decide(state: _State, x: int) -> Member | None:
     """X's assignment given the (final) assignments of everything ranked before it."""
     mine = state.ranks([x])[x]
-    found = np.asarray(state.view.candidates(x), dtype=np.int64)
+    found = np.asarray(state.view.canonical_candidates(x), dtype=np.int64)
+    if state.promoted:
+        promoted = np.asarray(state.promoted, dtype=np.int64)
+        more = np.asarray(state.view.among_candidates(x, promoted), dtype=np.int64)
+        found = np.union1d(found, more)
     canonicals = state.canonicals_among(found[found != x])
     earlier = sorted((r, c) for c, r in state.ranks(canonicals).items() if r < mine)
     for _, c in earlier:

@@ -7,7 +7,7 @@ The plain paths (``pipeline.leader.relink`` at ingest, ``clustering.leader_pass`
 verify only what the plain rule needs, so they stay as they are wherever no override can matter,
 and the components an override can matter in are recomputed whole:
 
-* **ingest / incremental** (:func:`near_overrides`): the plain re-decision is kept unless one of
+* **ingest / incremental** (:func:`override_region`): the plain re-decision is kept unless one of
   the articles it re-decided or looked at as a candidate is in the *override region*: an
   article a cluster override names, or one stored in the same cluster as one (a pinned
   canonical's members, the other article of a ``same_article`` pair, ...). Outside the region
@@ -66,15 +66,16 @@ def named_ids(relations: Iterable[Relation]) -> set[int]:
     return {x for r in relations for x in (r.article_id, r.other_id) if x is not None}
 
 
-def near_overrides(session: Session, version: int, ids: Iterable[int]) -> bool:
-    """Whether any of ``ids`` is in the override region of ``version`` (module docstring)."""
+def override_region(session: Session, version: int) -> set[int]:
+    """The override region of ``version`` (module docstring): empty when no cluster override
+    exists (one read of the overrides)."""
     named = named_ids(relations_of_kinds(session=session, kinds=CLUSTER_KINDS))
     if not named:
-        return False
+        return set()
     heads = canonicals_of(session=session, version=version, article_ids=sorted(named))
     region = named | set(heads.values())
     region |= set(members_of_all(session=session, version=version, canonical_ids=sorted(region)))
-    return not region.isdisjoint(ids)
+    return region
 
 
 def component(

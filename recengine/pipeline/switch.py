@@ -22,7 +22,9 @@ start. What happens next, in order (``switch_to``):
    bounded by what was written during the last round, not by the corpus;
 6. **publish**: every derived index of the new version is caught up and saved, so servers
    load the files instead of building (each kind's build lock is held from before the switch
-   until its file is saved: a process that needs the new version waits, then loads it).
+   until its file is saved: a process that needs the new version waits, then loads it). The
+   index of the canonicals (``derived.neardup.CanonicalKind``) follows cluster rows, which the
+   reindex writes without a ``seq``: it is built here, after the switch, not in step 2.
 
 An index of the new version may hold stale rows of articles that changed after the position it
 was rewound to (``Follower.rewind``): their features of the new version are written later
@@ -86,6 +88,8 @@ def switch_to(switch: Switch, start_seq: int, clusters: Clusters) -> int:
     seq = _catch_up_outside(switch, start_seq)
     indexes = followers(switch.featurizer.settings)
     for follower in indexes.values():
+        if follower.kind.canonicals_only:
+            continue  # follows cluster rows the reindex writes without a seq: built after
         with index_rows(switch.factory) as rows:
             follower.sync(rows, version=switch.version)
         follower.rewind(seq)
@@ -170,6 +174,8 @@ def _switch(switch: Switch, near: Sources, seq: int) -> None:
 
 
 def _publish(factory: sessionmaker[Session], follower: Follower[Any]) -> None:
+    if follower.kind.canonicals_only:
+        follower.invalidate()  # the new version's rows are all in now: built from them
     with index_rows(factory) as rows:
         follower.sync(rows)
     follower.save()

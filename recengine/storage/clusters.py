@@ -213,6 +213,14 @@ def _clusters_statement() -> CompoundSelect[*tuple[Any, ...]]:
     return union_all(members, heads)
 
 
+def member_ids(*, session: Session, version: int) -> list[int]:
+    """Every member id under ``version`` (a full recluster's rows before it replaces them)."""
+    rows = session.execute(
+        select(ClusterMember.article_id).where(ClusterMember.model_version == version)
+    )
+    return [int(r[0]) for r in rows]
+
+
 def members_of_all(*, session: Session, version: int, canonical_ids: Sequence[int]) -> list[int]:
     """Member ids under ``version`` of the given canonicals, one read per ``IN_CHUNK``."""
     out: list[int] = []

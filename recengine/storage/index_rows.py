@@ -9,7 +9,8 @@ its own on the same engine for builds (:meth:`SqlIndexRows.separately`).
 * :meth:`SqlIndexRows.changes`: every article whose ``seq`` is in a range, keyset-paged by
   ``(seq, id)``, deleted ones included (soft deletion keeps them visible here), each with
   ``present``: false when the index must drop it (deleted, no features under the version, or
-  no terms for a kind that needs them). Writers commit in ``seq`` order
+  no terms for a kind that needs them, a member of a near-duplicate cluster for a kind of
+  canonicals only). Writers commit in ``seq`` order
   (``state.begin_write``), so reading ``(after, upto]`` for an ``upto`` read from
   ``engine_state`` earlier misses nothing, even under PostgreSQL's per-statement snapshots.
 
@@ -24,11 +25,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import BindParameter, ColumnElement, and_, case, func, select
+from sqlalchemy import BindParameter, ColumnElement, and_, case, exists, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.storage.features import load_model_part
-from recengine.storage.models import Article, ArticleFeatures
+from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 from recengine.storage.state import read_state
 
 COLUMNS: dict[str, Any] = {
@@ -46,6 +47,24 @@ COLUMNS: dict[str, Any] = {
 def features_join(version: int | BindParameter[int]) -> ColumnElement[bool]:
     """Articles joined to their features of one model version."""
     return and_(ArticleFeatures.article_id == Article.id, ArticleFeatures.model_version == version)
+
+
+def _not_member(version: int) -> ColumnElement[bool]:
+    """The article has no member row under ``version`` (a canonical or a singleton)."""
+    row = exists().where(
+        ClusterMember.article_id == Article.id, ClusterMember.model_version == version
+    )
+    return ~row
+
+
+def _present(version: int, needs_terms: bool, canonicals_only: bool) -> ColumnElement[bool]:
+    """What a live article joined to its features must also be to be in a kind's index."""
+    out: ColumnElement[bool] = Article.deleted_at.is_(None)
+    if needs_terms:
+        out = and_(out, ArticleFeatures.n_tokens > 0)
+    if canonicals_only:
+        out = and_(out, _not_member(version))
+    return out
 
 
 def _columns(fields: Sequence[str]) -> list[Any]:
@@ -71,17 +90,22 @@ class SqlIndexRows:
         return state.seq, state.active_model_version, state.database_id
 
     def live(
-        self, *, version: int, fields: Sequence[str], needs_terms: bool, after_id: int, limit: int
+        self,
+        *,
+        version: int,
+        fields: Sequence[str],
+        needs_terms: bool,
+        after_id: int,
+        limit: int,
+        canonicals_only: bool = False,
     ) -> Sequence[Any]:
         query = (
             select(*_columns(fields))
             .join(ArticleFeatures, features_join(version))
-            .where(Article.id > after_id, Article.deleted_at.is_(None))
+            .where(Article.id > after_id, _present(version, needs_terms, canonicals_only))
             .order_by(Article.id)
             .limit(limit)
         )
-        if needs_terms:
-            query = query.where(ArticleFeatures.n_tokens > 0)
         return self.session.execute(query).all()
 
     def changes(
@@ -93,11 +117,13 @@ class SqlIndexRows:
         after: tuple[int, int],
         upto: int,
         limit: int,
+        canonicals_only: bool = False,
     ) -> Sequence[Any]:
         seq, last_id = after
-        present = and_(Article.deleted_at.is_(None), ArticleFeatures.article_id.is_not(None))
-        if needs_terms:
-            present = and_(present, ArticleFeatures.n_tokens > 0)
+        present = and_(
+            ArticleFeatures.article_id.is_not(None),
+            _present(version, needs_terms, canonicals_only),
+        )
         flag = case((present, True), else_=False).label("present")
         return self.session.execute(
             select(*_columns(fields), flag)
@@ -110,15 +136,13 @@ class SqlIndexRows:
             .limit(limit)
         ).all()
 
-    def count(self, *, version: int, needs_terms: bool) -> int:
+    def count(self, *, version: int, needs_terms: bool, canonicals_only: bool = False) -> int:
         query = (
             select(func.count())
             .select_from(Article)
             .join(ArticleFeatures, features_join(version))
-            .where(Article.deleted_at.is_(None))
+            .where(_present(version, needs_terms, canonicals_only))
         )
-        if needs_terms:
-            query = query.where(ArticleFeatures.n_tokens > 0)
         return int(self.session.scalar(query) or 0)
 
     def model_part(self, *, version: int, name: str) -> bytes | None:

@@ -118,9 +118,13 @@ def live_ids(*, session: Session, article_ids: Sequence[int]) -> set[int]:
 
 def mark_changed(*, session: Session, article_ids: Sequence[int], seq: int) -> None:
     """Give the articles ``seq`` as their last change (nothing else of theirs changes): a
-    reindex running meanwhile then catches their clusters up like an edit's."""
+    reindex running meanwhile then catches their clusters up like an edit's, and the indexes
+    that follow cluster rows (``derived.neardup.CanonicalKind``) read them again. Those
+    already at ``seq`` are left alone."""
     for chunk in in_chunks(list(article_ids)):
-        session.execute(update(Article).where(Article.id.in_(chunk)).values(seq=seq))
+        session.execute(
+            update(Article).where(Article.id.in_(chunk), Article.seq != seq).values(seq=seq)
+        )
 
 
 def delete_overrides(*, session: Session, ids: Sequence[int]) -> None:

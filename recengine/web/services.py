@@ -135,7 +135,8 @@ class Services:
         if "index" in self.__dict__:  # the cached property has been built
             opened += [self.index.follower, self.index.dense]
         if self._ingester is not None:
-            opened += [self._ingester.dedup.index, self._ingester.dedup.passages]
+            dedup = self._ingester.dedup
+            opened += [dedup.index, dedup.passages, dedup.canonicals]
         return {follower.kind.name: follower for follower in opened}
 
     def compared(self, title: str, content: str) -> Compared:
