@@ -12,7 +12,7 @@ Figures:
   (target: every batch within 1.5x the first: total work linear in the pages);
 * one write into a cluster of size M (after each batch, and at the small sizes the issue
   measured: 25, 100, 400): median of ``--writes`` single-page writes (target: under 50 ms at
-  10,000), beside one write of a unique real article at the same moment.
+  10,000), each followed by one write of a unique real article (their median beside it).
 
 Usage::
 
@@ -168,8 +168,10 @@ def report(
 ) -> None:
     with factory() as session:
         cluster = session.query(ClusterMember).count() + 1
-    dup = [one_write(ingester, timer, r) for r in templated(writes, rnd, made)]
-    solo = [one_write(ingester, timer, next(spare)) for _ in range(writes)]
+    dup, solo = [], []
+    for record in templated(writes, rnd, made):  # interleaved: both see the same moments
+        dup.append(one_write(ingester, timer, record))
+        solo.append(one_write(ingester, timer, next(spare)))
     shown = f"{seconds:9.2f}" if seconds is not None else f"{'':>9}"
     ms = [1000 * statistics.median(x[i] for x in runs) for runs in (dup, solo) for i in (0, 1)]
     print(
