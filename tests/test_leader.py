@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recengine.pipeline.clustering import Edge, Member, assign, leader_pass, rank_key
+from recengine.pipeline.clustering import Edge, Member, assign, rank_key
 from recengine.pipeline.leader import Rank, relink
 
 
@@ -105,29 +105,6 @@ def test_incremental_equals_full_recluster(
             view.live[x] = rank_key(x, None) if day == 0 else (0, float(day * 10 + x % 3), x)
             view.apply(relink(view, [x]))
         assert view.rows == view.full()
-
-
-def test_leader_pass_equals_assign_on_random_graphs() -> None:
-    rng = np.random.default_rng(3)
-    for _ in range(200):
-        n = int(rng.integers(2, 30))
-        a, b = np.triu_indices(n, 1)
-        keep = rng.random(len(a)) < 0.2
-        a, b = a[keep].astype(np.int64), b[keep].astype(np.int64)
-        ok = {(x, y) for x, y in zip(a.tolist(), b.tolist(), strict=True) if rng.random() < 0.6}
-        ranks = {i: (0, float(rng.integers(0, 5)), i) for i in range(n)}
-        edges = [Edge(x, y, 1, 0.9) for x, y in sorted(ok)]
-
-        def verify(x: int, c: int, ok: set = ok) -> Edge | None:
-            pair = (min(x, c), max(x, c))
-            return Edge(*pair, 1, 0.9) if pair in ok else None
-
-        ids = {x for p in zip(a.tolist(), b.tolist(), strict=True) for x in p}
-        lazy = leader_pass({i: ranks[i] for i in ids}, a, b, verify)
-        full = assign({i: ranks[i] for e in edges for i in (e.a, e.b)}, edges)
-        assert [(m.article_id, m.canonical_id) for m in lazy] == [
-            (m.article_id, m.canonical_id) for m in full
-        ]
 
 
 def test_a_write_into_a_big_cluster_verifies_once() -> None:

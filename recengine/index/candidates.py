@@ -98,14 +98,24 @@ class Candidates:
         near = self.radius.pairs()
         if self.passages is None:
             return near
-        more = self.passages.pairs()
+        more = self.passage_pairs()
         a, b = np.concatenate([near.a, more.a]), np.concatenate([near.b, more.b])
-        both = np.isin(a, self._ids()) & np.isin(b, self._ids())
-        key = np.unique(np.stack([a[both], b[both]], axis=1), axis=0).reshape(-1, 2)
-        a, b = key[:, 0].copy(), key[:, 1].copy()
+        key = np.unique(np.stack([a, b], axis=1), axis=0).reshape(-1, 2)
+        return self._measured(key[:, 0].copy(), key[:, 1].copy())
+
+    def passage_pairs(self) -> Pairs:
+        """The passage source's self-join alone, among the radius index's articles (its pairs
+        are bounded by the stop rule: a passage pairs at most ``stop_df`` articles)."""
+        if self.passages is None:
+            return self._measured(np.zeros(0, np.int64), np.zeros(0, np.int64))
+        more = self.passages.pairs()
+        both = np.isin(more.a, self._ids()) & np.isin(more.b, self._ids())
+        return self._measured(more.a[both], more.b[both])
+
+    def _measured(self, a: IdArray, b: IdArray) -> Pairs:
+        """Pairs ``(a, b)`` with their fingerprints' Hamming distances."""
         fps = self._fingerprints()
-        dist = np.bitwise_count(fps[a] ^ fps[b]).astype(np.uint8)
-        return Pairs(a, b, dist)
+        return Pairs(a, b, np.bitwise_count(fps[a] ^ fps[b]).astype(np.uint8))
 
     def _ids(self) -> IdArray:
         return self.radius.arrays()[0]

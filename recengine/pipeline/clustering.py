@@ -25,7 +25,7 @@ Array contracts: ids ``int64 (n,)``; ranks ``int64 (n,)`` (smaller = earlier); p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -98,65 +98,6 @@ def assign(ranks: Mapping[int, tuple[int, float, int]], edges: Sequence[Edge]) -
         members.append(Member(node, head, e.distance, e.score, e.rule))
     members.sort(key=lambda m: m.article_id)
     return members
-
-
-LEADER_BLOCK = 2_048
-
-
-def leader_pass(
-    ranks: Mapping[int, tuple[int, float, int]],
-    a: npt.NDArray[np.int64],
-    b: npt.NDArray[np.int64],
-    verify: Callable[[int, int], Edge | None],
-    prefetch: Callable[[set[int]], None] | None = None,
-) -> list[Member]:
-    """:func:`assign` without verifying every candidate pair: the same result, with each
-    article verified (in rank order) only against the earlier-ranked canonicals among its
-    candidates, earliest first, until one passes.
-
-    Args:
-        ranks: :func:`rank_key` of every id in the pairs.
-        a, b: candidate pairs (each unordered pair once).
-        verify: ``(article, canonical) -> Edge or None``.
-        prefetch: called with the ids a block of ``LEADER_BLOCK`` articles (in rank order)
-            may verify, before that block: a caller loads their texts at once.
-
-    A cluster of n copies costs about n verifications, not n^2 / 2.
-    """
-    earlier: dict[int, list[int]] = {}
-    for x, y in zip(a.tolist(), b.tolist(), strict=True):
-        lo, hi = (x, y) if ranks[x] < ranks[y] else (y, x)
-        earlier.setdefault(hi, []).append(lo)
-    canonical: set[int] = set()
-    members: list[Member] = []
-    order = sorted(earlier, key=ranks.__getitem__)
-    canonical.update(set(ranks) - set(earlier))
-    for start in range(0, len(order), LEADER_BLOCK):
-        block = order[start : start + LEADER_BLOCK]
-        if prefetch is not None:
-            prefetch({x for node in block for x in (node, *earlier[node])})
-        for node in block:
-            member = _lead(node, earlier[node], canonical, ranks, verify)
-            if member is None:
-                canonical.add(node)
-            else:
-                members.append(member)
-    members.sort(key=lambda m: m.article_id)
-    return members
-
-
-def _lead(
-    node: int,
-    before: list[int],
-    canonical: set[int],
-    ranks: Mapping[int, tuple[int, float, int]],
-    verify: Callable[[int, int], Edge | None],
-) -> Member | None:
-    for c in sorted((c for c in before if c in canonical), key=ranks.__getitem__):
-        edge = verify(node, c)
-        if edge is not None:
-            return Member(node, c, edge.distance, edge.score, edge.rule)
-    return None
 
 
 def verify_pairs(

@@ -17,13 +17,14 @@ both out; the articles whose member row came or went get the write's ``seq``
 (:meth:`ClusterPlan.write`), so every process's index of canonicals follows them like an edit.
 
 At reindex, :meth:`Deduplicator.cluster_all` computes every cluster of the new version before
-the switch, outside the writers' lock, by the same rule: the candidate pairs of the self-join
-of the new version's index, then in rank order each article verified against its earlier
-canonical candidates until one passes (:func:`~recengine.pipeline.clustering.leader_pass`: a
-cluster of n copies costs about n verifications, not n^2 / 2); texts are read a block of
-articles at a time and rows written in short transactions. The articles changed meanwhile are
-then brought up to date with :meth:`update_version`, the last few inside the switch
-(``pipeline.switch``). :meth:`recluster` does the same in one transaction for the active
+the switch, outside the writers' lock, by the same rule, without enumerating the pairs of a
+cluster: the articles in rank order, a block at a time, each verified against the canonicals in
+its reach until one passes, those of earlier blocks found by a search of a radius index of the
+canonicals so far (:func:`~recengine.pipeline.rank_blocks.leader_blocks`: a cluster of n copies
+costs about n searches answered by one canonical and n verifications, not n^2 / 2 pairs); texts
+are read a block of articles at a time and rows written in short transactions. The articles
+changed meanwhile are then brought up to date with :meth:`update_version`, the last few inside
+the switch (``pipeline.switch``). :meth:`recluster` does the same in one transaction for the active
 version (a reference for tests and repairs).
 
 Every one of these paths, the Spark engine's included (:meth:`cluster_edges`), applies the
@@ -58,7 +59,7 @@ from recengine.index.candidates import Candidates
 from recengine.index.follower import Follower
 from recengine.index.neardup import IdArray, NearDupIndex
 from recengine.index.passages import PassageIndex
-from recengine.pipeline.clustering import Edge, Member, leader_pass, rank_key
+from recengine.pipeline.clustering import Edge, Member, rank_key
 from recengine.pipeline.featurize import compared_of
 from recengine.pipeline.leader import Ids, Rank, relink
 from recengine.pipeline.override_clusters import (
@@ -67,6 +68,7 @@ from recengine.pipeline.override_clusters import (
     override_region,
     regroup,
 )
+from recengine.pipeline.rank_blocks import leader_blocks, rank_order
 from recengine.storage.articles import titles_and_contents
 from recengine.storage.clusters import (
     MemberRow,
@@ -203,7 +205,7 @@ class Deduplicator:
         return ClusterPlan(version, sorted(decided), rows)
 
     def recluster(self, session: Session) -> int:
-        """Replace every cluster row of the active version from a full self-join, in the
+        """Replace every cluster row of the active version by a full recluster, in the
         caller's transaction; returns the rows written."""
         version = read_state(session=session).active_model_version
         if version is None:
@@ -219,7 +221,7 @@ class Deduplicator:
         return len(members)
 
     def cluster_all(self, factory: sessionmaker[Session], version: int, index: Candidates) -> int:
-        """Every cluster of ``version`` from a full self-join of ``index``, read and written in
+        """Every cluster of ``version`` by a full recluster of ``index``, read and written in
         short transactions (a reindex, before its switch: readers do not see the version yet).
 
         Returns:
@@ -272,14 +274,17 @@ class Deduplicator:
         return len(members)
 
     def _leaders(self, reading: Reading, index: Candidates, version: int) -> list[MemberRow]:
-        """Every cluster of ``index`` by :func:`leader_pass` over its self-join's pairs."""
-        pairs = index.pairs()
-        ids = np.union1d(pairs.a, pairs.b).tolist()
+        """Every cluster of ``index`` by :func:`leader_blocks`: the articles in rank order, each
+        decided against the canonicals in its reach (the radius index's articles, with the
+        passage pairs as the other candidates)."""
+        ids, fps = index.radius.arrays()
         with reading() as session:
-            dates = published(session=session, article_ids=ids)
-        ranks = {i: rank_key(i, dates.get(i)) for i in ids}
+            ids, fps = rank_order(
+                ids, fps, lambda part: published(session=session, article_ids=part)
+            )
         block = _Block(self, reading, version)
-        plain = leader_pass(ranks, pairs.a, pairs.b, block.verify, block.prefetch)
+        extra = index.passage_pairs()
+        plain = leader_blocks(ids, fps, index.radius.k, extra, block.verify, block.prefetch)
         with reading() as session:
             members = overridden(session, version, index, plain, _Judging(self, session, version))
         return [_row(m) for m in members]
@@ -348,7 +353,7 @@ class _Block:
             self.dedup._load(session, self.version, ids, self.loaded)
 
     def verify(self, article_id: int, canonical_id: int) -> Edge | None:
-        # Both are in the block's prefetch (leader_pass's contract); one without features
+        # Both are in the block's prefetch (leader_blocks's contract); one without features
         # under the version is no duplicate.
         return self.dedup._judge(article_id, canonical_id, self.loaded)
 

@@ -3,7 +3,7 @@
 The rule with overrides is :func:`recengine.pipeline.cluster_rules.constrained_assign`: a pure
 function of one connected component of the graph of verified candidate pairs and
 ``same_article`` pairs, equal to the plain leader rule in a component no cluster override names.
-The plain paths (``pipeline.leader.relink`` at ingest, ``clustering.leader_pass`` at reindex)
+The plain paths (``pipeline.leader.relink`` at ingest, ``rank_blocks.leader_blocks`` at reindex)
 verify only what the plain rule needs, so they stay as they are wherever no override can matter,
 and the components an override can matter in are recomputed whole:
 
