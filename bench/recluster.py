@@ -8,7 +8,7 @@ same process: the same real articles without the pages, same steps.
 Figures, for each database: seconds of ``Deduplicator.cluster_all`` on the active version (what
 ``recengine reindex`` runs before its switch: candidates, verification in rank order, rows
 written), the process's peak resident memory during it above its resident memory before it
-(``VmHWM`` reset through ``/proc/self/clear_refs``), the member rows and a digest of them (to
+(``VmRSS`` sampled every 5 ms), the member rows and a digest of them (to
 compare the clusters of two code versions), and the candidate pairs of the self-join
 (``--pairs``: counted after the timed part).
 
@@ -27,6 +27,7 @@ import hashlib
 import os
 import random
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -59,12 +60,32 @@ def build(folder: Path, real: list[dict[str, Any]], clique: int) -> None:
     engine.dispose()
 
 
-def _status(key: str) -> int:
-    """A ``/proc/self/status`` figure in bytes (``VmRSS``, ``VmHWM``)."""
+def _rss() -> int:
+    """The process's resident memory in bytes (``VmRSS``)."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
+        if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
-    raise KeyError(key)
+    raise KeyError("VmRSS")
+
+
+class PeakRss:
+    """The highest resident memory seen while it runs (sampled every 5 ms by a thread)."""
+
+    def __enter__(self) -> PeakRss:
+        self.peak = self.start = _rss()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.005):
+            self.peak = max(self.peak, _rss())
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, _rss())
 
 
 def measure(folder: Path, count_pairs: bool) -> dict[str, Any]:
@@ -77,12 +98,11 @@ def measure(folder: Path, count_pairs: bool) -> dict[str, Any]:
         version = read_state(session=session).active_model_version
     assert version is not None
     index = Candidates(synced.radius, synced.passages)  # what a reindex passes
-    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
-    before = _status("VmRSS")
-    start = time.perf_counter()
-    rows = dedup.cluster_all(factory, version, index)
-    seconds = time.perf_counter() - start
-    peak = _status("VmHWM") - before
+    with PeakRss() as rss:
+        start = time.perf_counter()
+        rows = dedup.cluster_all(factory, version, index)
+        seconds = time.perf_counter() - start
+    peak = rss.peak - rss.start
     with transaction(factory) as session:
         found = session.execute(
             select(

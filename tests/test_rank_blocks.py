@@ -200,7 +200,7 @@ def test_a_clique_of_20000_costs_one_verification_and_one_hit_per_article() -> N
     members = leader_blocks(ids, fps, 3, empty, verify, lambda x: loaded.append(len(x)))
     assert len(members) == n - 1 and {m.canonical_id for m in members} == {1}
     assert len(calls) == n - 1 and {c for _, c in calls} == {1}
-    assert max(loaded) <= 512 + 1  # a block's own texts and the one canonical in reach
+    assert max(loaded) <= rank_blocks.BLOCK + 1  # a block's own texts and its one canonical
 
 
 def test_rank_order_is_rank_key_order() -> None:

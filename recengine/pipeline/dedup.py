@@ -340,15 +340,16 @@ class _Judging:
 
 
 class _Block:
-    """Texts of one block of the leader pass, loaded at once (in a read of their own), then
-    dropped."""
+    """Texts of one block of the leader pass, loaded at once (in a read of their own); what
+    the next block needs too is kept (a canonical most blocks meet is compared once), the
+    rest dropped."""
 
     def __init__(self, dedup: Deduplicator, reading: Reading, version: int) -> None:
         self.dedup, self.reading, self.version = dedup, reading, version
         self.loaded = _Loaded()
 
     def prefetch(self, ids: set[int]) -> None:
-        self.loaded = _Loaded()
+        self.loaded = self.loaded.keep(ids)
         with self.reading() as session:
             self.dedup._load(session, self.version, ids, self.loaded)
 
@@ -485,6 +486,17 @@ class _Loaded:
     vectors: dict[int, SparseVector] = field(default_factory=dict)
     raw: dict[int, tuple[str, str]] = field(default_factory=dict)  # title, content
     texts: dict[int, Compared] = field(default_factory=dict)
+
+    def keep(self, ids: set[int]) -> _Loaded:
+        """What is loaded of ``ids`` (a new holder: the rest is dropped)."""
+        out = _Loaded()
+        for i in ids & self.fps.keys():
+            out.fps[i], out.vectors[i] = self.fps[i], self.vectors[i]
+            if i in self.texts:
+                out.texts[i] = self.texts[i]
+            elif i in self.raw:
+                out.raw[i] = self.raw[i]
+        return out
 
     def compared(self, article_id: int, strip: bool) -> Compared:
         """What the decision compares of a loaded article (computed once)."""

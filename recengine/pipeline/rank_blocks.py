@@ -45,7 +45,7 @@ import numpy.typing as npt
 from recengine.index.neardup import FpArray, IdArray, NearDupIndex, Pairs
 from recengine.pipeline.clustering import Edge, Member, rank_key
 
-BLOCK = 512  # articles per block: at most BLOCK^2 Hamming distances of a block's open ones
+BLOCK = 1_024  # articles per block: BLOCK^2 / 2 Hamming distances within one
 RANK_CHUNK = 50_000  # ids whose publication dates are read at once
 Verify = Callable[[int, int], Edge | None]
 Bools = npt.NDArray[np.bool_]
