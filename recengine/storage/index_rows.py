@@ -23,9 +23,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 
-from sqlalchemy import BindParameter, ColumnElement, and_, case, exists, func, select
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Select,
+    and_,
+    bindparam,
+    case,
+    exists,
+    func,
+    select,
+)
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.storage.features import load_model_part
@@ -49,7 +60,7 @@ def features_join(version: int | BindParameter[int]) -> ColumnElement[bool]:
     return and_(ArticleFeatures.article_id == Article.id, ArticleFeatures.model_version == version)
 
 
-def _not_member(version: int) -> ColumnElement[bool]:
+def _not_member(version: int | BindParameter[int]) -> ColumnElement[bool]:
     """The article has no member row under ``version`` (a canonical or a singleton)."""
     row = exists().where(
         ClusterMember.article_id == Article.id, ClusterMember.model_version == version
@@ -57,7 +68,9 @@ def _not_member(version: int) -> ColumnElement[bool]:
     return ~row
 
 
-def _present(version: int, needs_terms: bool, canonicals_only: bool) -> ColumnElement[bool]:
+def _present(
+    version: int | BindParameter[int], needs_terms: bool, canonicals_only: bool
+) -> ColumnElement[bool]:
     """What a live article joined to its features must also be to be in a kind's index."""
     out: ColumnElement[bool] = Article.deleted_at.is_(None)
     if needs_terms:
@@ -120,21 +133,9 @@ class SqlIndexRows:
         canonicals_only: bool = False,
     ) -> Sequence[Any]:
         seq, last_id = after
-        present = and_(
-            ArticleFeatures.article_id.is_not(None),
-            _present(version, needs_terms, canonicals_only),
-        )
-        flag = case((present, True), else_=False).label("present")
-        return self.session.execute(
-            select(*_columns(fields), flag)
-            .outerjoin(ArticleFeatures, features_join(version))
-            .where(
-                (Article.seq > seq) | ((Article.seq == seq) & (Article.id > last_id)),
-                Article.seq <= upto,
-            )
-            .order_by(Article.seq, Article.id)
-            .limit(limit)
-        ).all()
+        statement = _changes_statement(tuple(fields), needs_terms, canonicals_only)
+        values = {"version": version, "seq": seq, "last_id": last_id, "upto": upto, "n": limit}
+        return self.session.execute(statement, values).all()
 
     def count(self, *, version: int, needs_terms: bool, canonicals_only: bool = False) -> int:
         query = (
@@ -154,6 +155,30 @@ class SqlIndexRows:
         factory = sessionmaker(bind=self.session.get_bind(), expire_on_commit=False)
         with factory() as session, session.begin():
             yield SqlIndexRows(session)
+
+
+@cache
+def _changes_statement(
+    fields: tuple[str, ...], needs_terms: bool, canonicals_only: bool
+) -> Select[Any]:
+    """Built once per kind: every write reads each follower's changes (twice), and building
+    the statement costs more than running it."""
+    version: BindParameter[int] = bindparam("version")
+    seq: BindParameter[int] = bindparam("seq")
+    present = and_(
+        ArticleFeatures.article_id.is_not(None), _present(version, needs_terms, canonicals_only)
+    )
+    flag = case((present, True), else_=False).label("present")
+    return (
+        select(*_columns(fields), flag)
+        .outerjoin(ArticleFeatures, features_join(version))
+        .where(
+            (Article.seq > seq) | ((Article.seq == seq) & (Article.id > bindparam("last_id"))),
+            Article.seq <= bindparam("upto"),
+        )
+        .order_by(Article.seq, Article.id)
+        .limit(bindparam("n"))
+    )
 
 
 @contextmanager
