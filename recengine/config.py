@@ -68,7 +68,7 @@ class FeatureSettings(_Section):
     strip_boilerplate: bool = True
     vector_max_terms: int = Field(default=128, ge=1, le=100_000)
     sublinear_tf: bool = True
-    hamming_k: int = Field(default=8, ge=0, le=31)
+    hamming_k: int = Field(default=3, ge=0, le=31)
 
 
 class NearDupSettings(_Section):

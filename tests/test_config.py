@@ -13,7 +13,7 @@ def test_shipped_defaults_load(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
     settings = load_settings()
     assert defaults_path().name == "defaults.toml"
-    assert settings.features.hamming_k == 8
+    assert settings.features.hamming_k == 3
     assert settings.features.simhash_bits == 64
     assert settings.features.simhash_top_n == 0
     assert settings.tokenizer.backend == "rjieba"

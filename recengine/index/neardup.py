@@ -11,9 +11,10 @@ never comes back. When dead positions exceed a quarter of all, the FAISS index i
 the live ones (amortised O(1) per change). The table layout is chosen for the number of stored
 fingerprints and chosen again (tables rebuilt) each time that number doubles.
 
-Measured (BENCHMARKS.md, 2 shared cores): 10M fingerprints, k = 3: single query p50 0.04 ms,
-p99 0.12 ms, self-join 215 s, build 53 s, 1.2 GiB; k = 8 (the default radius): ~100x slower
-per query at 10M (3 tables with 2 flipped bits), 0.26 ms p50 at 1M. Every planted pair found.
+Measured (BENCHMARKS.md, 2 shared cores): 10M fingerprints, k = 3 (the default radius): single
+query p50 0.04 ms, p99 0.08 ms, self-join 45 s, build 28 s, 1.1-1.5 GiB idle; k = 8: ~50x
+slower per query at 10M (3 tables with 2 flipped bits) and a self-join of hours. Every planted
+pair found.
 
 Array contracts: ids ``int64 (n,)``, non-negative and dense (SQL primary keys: the id -> position
 map is an array of ``max id + 1`` entries); fingerprints ``uint64 (n,)``; distances ``uint8``.
