@@ -15,8 +15,9 @@ the two are equal on that block. Hence:
 
 Cost: with the default k = 3 the blocks are 16 bits wide, so a block value is shared by about
 n / 65,536 articles and the candidates grow as n^2 / 65,536 per block; with k = 8 (7-bit
-blocks) as n^2 / 128: fine for a few million articles, not for hundreds of millions (there, more and longer keys, e.g. C(n, n - k) block combinations,
-trade shuffle volume for fewer candidates).
+blocks) as n^2 / 128: fine for a few million articles, not for hundreds of millions (there,
+more and longer keys, e.g. C(n, n - k) block combinations, trade shuffle volume for fewer
+candidates).
 
 Exact: no pair within k is missed, none beyond k is kept (``tests/test_spark.py`` compares with
 brute force). A block value shared by very many articles (e.g. a crowd of exact copies) makes a
