@@ -61,6 +61,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import select
 
@@ -227,10 +228,16 @@ def load(base: str, paths: list[str], rate: float, args: argparse.Namespace) -> 
     return summary
 
 
+def path_of(endpoint: str, article_id: str) -> str:
+    """The request path of ``endpoint`` for an article, its id percent-encoded (real ids hold
+    non-ASCII file names: sent raw they were answered 400 and counted as errors)."""
+    return ENDPOINTS[endpoint].format(id=quote(article_id))
+
+
 def mixed_paths(ids: list[str], hit_mix: float) -> list[str]:
     """``hit_mix`` of the draws on ``HOT`` popular lists, the rest on distinct ``(id, k)``."""
-    hot = [ENDPOINTS["related"].format(id=i) for i in ids[:HOT]]
-    cold = [f"/api/v1/articles/{i}/related?k={k}" for i in ids[HOT:] for k in range(5, 30)]
+    hot = [path_of("related", i) for i in ids[:HOT]]
+    cold = [f"/api/v1/articles/{quote(i)}/related?k={k}" for i in ids[HOT:] for k in range(5, 30)]
     repeat = max(1, round(hit_mix / (1 - hit_mix) * len(cold) / len(hot)))
     return cold + hot * repeat
 
@@ -301,7 +308,7 @@ def main() -> None:
     )
     build(settings, db, args.articles, args.corpus)
     ids = sample_ids(settings, 2_000, seed=11)
-    paths = [ENDPOINTS[args.endpoint].format(id=i) for i in ids]
+    paths = [path_of(args.endpoint, i) for i in ids]
     if args.feedback_rate:
         report(args, feedback_rounds(settings, args, paths, ids))
         return
