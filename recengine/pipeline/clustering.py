@@ -34,7 +34,9 @@ import numpy.typing as npt
 
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import SparseVector
+from recengine.index.candidates import Candidates
 from recengine.index.neardup import NearDupIndex
+from recengine.index.passages import PassageIndex
 from recengine.text.compare import Compared
 
 
@@ -126,15 +128,23 @@ def cluster_corpus(
     vectors: Mapping[int, SparseVector],
     criterion: NearDupCriterion,
     texts: Mapping[int, Compared] | None = None,
+    passages: Mapping[int, npt.NDArray[np.uint64]] | None = None,
+    passage_stop_df: int = 200,
 ) -> list[Member]:
-    """All clusters of a corpus: self-join within the candidate radius, verify, assign.
+    """All clusters of a corpus: self-join both candidate sources, verify, assign.
 
     A pure function of its inputs (the Spark engine runs the same code on the candidate pairs
     it finds). ``vectors`` and ``texts`` are only read for ids in candidate pairs, so lazy
-    mappings work.
+    mappings work. ``passages`` (each id's ``text.compare.article_passages``) adds the second
+    candidate source (``index.candidates``); without it the radius alone, which at the default
+    k = 3 misses the excerpts and digests the passages are there for.
     """
     index = NearDupIndex(criterion.k)
     index.add(ids, fingerprints)
-    pairs = index.pairs()
+    held = None
+    if passages is not None:
+        held = PassageIndex(passage_stop_df)
+        held.add(ids, [passages[i] for i in ids.tolist()])
+    pairs = Candidates(index, held).pairs()
     fps = dict(zip(ids.tolist(), fingerprints.tolist(), strict=True))
     return assign(ranks, verify_pairs(pairs.a, pairs.b, fps, vectors, criterion, texts))
