@@ -12,6 +12,8 @@ Compared side by side in this process:
 * FAISS ``IndexBinaryFlat`` (exact brute force);
 * with ``--passages``: the passage index (``recengine.index.passages``, the second candidate
   source: 8 uniform hashes per article, planted partial copies sharing 1..8 of them);
+* with ``--leader``: the reindex's leader pass in rank blocks over the same fingerprints (the
+  candidate work a recluster runs; a verification that always passes);
 * the PyPI ``simhash`` package's ``SimhashIndex`` (pure Python; only at sizes where building
   it takes reasonable time, ``--simhash-max``, and radii where its k+1 blocks still make small
   buckets, ``--simhash-max-k``). It runs under numpy 2 here: only its fingerprint computation
@@ -40,8 +42,10 @@ import faiss
 import numpy as np
 import psutil
 
-from recengine.index.neardup import NearDupIndex, as_codes
+from recengine.index.neardup import NearDupIndex, Pairs, as_codes
 from recengine.index.passages import PassageIndex
+from recengine.pipeline.clustering import Edge
+from recengine.pipeline.rank_blocks import leader_blocks
 
 T = TypeVar("T")
 QUERIES = 2_000
@@ -133,6 +137,28 @@ def run_recengine(fps: np.ndarray, planted: np.ndarray, k: int, budget: float) -
     print(
         f"    self-join {join:.1f} s{' (EXTRAPOLATED)' if extrapolated else ''}; "
         f"planted pairs found {found}"
+    )
+
+
+def run_leader(fps: np.ndarray, planted: np.ndarray, k: int) -> None:
+    """What ``recengine reindex`` runs for radius candidates: the leader pass in rank blocks
+    over every fingerprint (:func:`recengine.pipeline.rank_blocks.leader_blocks`, positions as
+    ids and rank order, so planted copies rank after their sources), with a verification that
+    always passes and no passage pairs: the candidate work alone, no SQL, no texts."""
+    none = Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint8))
+
+    def verify(a: int, c: int) -> Edge:
+        return Edge(min(a, c), max(a, c), int(fps[a] ^ fps[c]).bit_count(), 1.0, "bench")
+
+    ids = np.arange(len(fps), dtype=np.int64)
+    members, seconds, grown = measured(lambda: leader_blocks(ids, fps, k, none, verify))
+    joined = np.zeros(len(fps), bool)
+    joined[[m.article_id for m in members]] = True
+    hit = int(joined[planted[:, 1]].sum())
+    print(
+        f"  leader pass in rank blocks (block tables): {seconds:.1f} s, memory "
+        f"+{grown / 2**30:.2f} GiB; {len(members):,} members; planted copies in a cluster "
+        f"{hit}/{len(planted)} = {hit / len(planted):.4f}"
     )
 
 
@@ -236,6 +262,7 @@ def main() -> None:
         help="its index cuts k+1 blocks: at k=8, 7-bit blocks make every bucket huge",
     )
     parser.add_argument("--no-flat", action="store_true")
+    parser.add_argument("--leader", action="store_true", help="also the reindex's leader pass")
     parser.add_argument("--passages", action="store_true", help="also the passage index")
     parser.add_argument("--stop-df", type=int, default=200)
     args = parser.parse_args()
@@ -248,6 +275,8 @@ def main() -> None:
             fps, planted = data(n, k, args.planted)
             print(f"\n{n:,} fingerprints ({len(planted):,} planted pairs within {k} bits), k={k}")
             run_recengine(fps, planted, k, args.join_budget)
+            if args.leader:
+                run_leader(fps, planted, k)
             if not args.no_flat:
                 run_flat(fps, k)
             if n <= args.simhash_max and k <= args.simhash_max_k:

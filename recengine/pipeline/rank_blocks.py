@@ -7,26 +7,29 @@ canonical. Enumerating every candidate pair first (the self-join) costs the squa
 whose articles are all within the radius of each other: a templated page type of 10,000 pages
 is 5e7 pairs (~1 GB of pair arrays, and a Python pass over each) for about 10,000
 verifications. Only the *canonicals* an article may join matter, so the pass walks the
-articles in rank order, ``block`` at a time, and keeps a radius index of the canonicals decided
-so far (positions in rank order as its ids):
+articles in rank order, ``block`` at a time, over block tables of every fingerprint
+(:class:`recengine.index.blocks.BlockTables`, built once: positions in rank order) on which
+the canonicals decided so far are marked:
 
-1. **earlier blocks**: the block's fingerprints are searched in that index at once
-   (``search_many``: every hit is an earlier canonical within the radius), and the other
+1. **earlier blocks**: the tables give each article of the block the earlier canonicals within
+   the radius (and only canonicals: a group of 10,000 copies shows one), and the other
    candidate pairs (``extra``: the passage index's, bounded by its stop rule) give the earlier
    canonicals that share a passage. Each article is verified against those, earliest first,
    until one passes: it is then a member, whatever the rest of its block does (every earlier
    block ranks before it);
-2. **within the block**: the block's fingerprints are compared with each other (brute force,
-   ``block^2 / 2`` Hamming distances in numpy), the ``extra`` pairs within it added, and the
-   articles still open are decided in rank order against the open ones before them that
-   stayed canonicals;
-3. the block's canonicals go into the index.
+2. **within the block**: the tables give the pairs within the block (group neighbours), the
+   ``extra`` pairs within it are added, and the articles still open are decided in rank order
+   against the open ones before them that stayed canonicals;
+3. the block's canonicals are marked in the tables.
 
 An article therefore meets exactly the candidates ``assign`` would give it that are canonicals
 ranking before it, earliest first, and the result is the same (``tests/test_rank_blocks.py``
-checks it against a brute-force reference with a large clique). Work: one search per article
-answered with the canonicals in its reach, at most ``block`` Hamming distances per article, and
-the verifications; a 10,000-page cluster costs one canonical hit and one verification per page.
+checks it against a brute-force reference with a large clique). Work: the table entries an
+article's groups hold before it (about 150 per table at 10M uniform fingerprints; a group's
+canonical chain instead when few of them are canonicals), the pairs within its block, and the
+verifications; a 10,000-page cluster costs one canonical hit and one verification per page.
+Measured on 10M uniform fingerprints (BENCHMARKS.md): the pass over the tables ~30 s, where a
+FAISS index of the canonicals searched once per article took 517 s.
 Texts are loaded a block at a time, for the articles with a candidate and the canonicals they
 meet.
 
@@ -42,10 +45,11 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
-from recengine.index.neardup import FpArray, IdArray, NearDupIndex, Pairs
+from recengine.index.blocks import BlockTables
+from recengine.index.neardup import FpArray, IdArray, Pairs
 from recengine.pipeline.clustering import Edge, Member, rank_key
 
-BLOCK = 1_024  # articles per block: BLOCK^2 / 2 Hamming distances within one
+BLOCK = 1_024  # articles per block: the texts one block may load at once
 RANK_CHUNK = 50_000  # ids whose publication dates are read at once
 Verify = Callable[[int, int], Edge | None]
 Bools = npt.NDArray[np.bool_]
@@ -115,7 +119,7 @@ class _Pass:
     def __init__(self, ids: IdArray, fps: FpArray, k: int, earlier: _Earlier, verify: Verify):
         self.ids, self.fps, self.k, self.earlier, self.verify = ids, fps, k, earlier, verify
         self.canon = np.zeros(len(ids), bool)
-        self.heads = NearDupIndex(k)  # the canonicals of earlier blocks, by position
+        self.tables = BlockTables(fps, k)  # every position; the canonicals on their chains
         self.members: list[Member] = []
 
     def block(self, start: int, stop: int, prefetch: Callable[[set[int]], None] | None) -> None:
@@ -132,27 +136,22 @@ class _Pass:
         self._lead(pairs[0][keep], pairs[1][keep], offsets, offsets, mine, mine)
         fresh = start + np.flatnonzero(mine)
         self.canon[fresh] = True
-        self.heads.add(fresh, self.fps[fresh])
+        self.tables.add_canonicals(fresh)
 
     def _from_earlier_blocks(self, start: int, stop: int) -> tuple[IdArray, IdArray]:
         """The earlier blocks' canonicals in reach of each article of the block: ``(rows,
         cols)`` sorted by row then col, once each (rows: offsets in the block; cols:
         positions)."""
-        found = self.heads.search_many(self.fps[start:stop])
-        rows = np.repeat(np.arange(stop - start, dtype=np.int64), np.diff(found.lims))
+        rows, cols = self.tables.earlier(start, stop)
         more_rows, more = self.earlier.of_range(start, stop)
         keep = (more < start) & self.canon[more]
-        return _grouped(
-            np.concatenate([rows, more_rows[keep]]), np.concatenate([found.ids, more[keep]])
-        )
+        return _grouped(np.concatenate([rows, more_rows[keep]]), np.concatenate([cols, more[keep]]))
 
     def _within_block(self, start: int, stop: int) -> tuple[IdArray, IdArray]:
         """Candidate pairs within the block (``stop - start`` fingerprints compared with each
         other, and the extra pairs): ``(rows, cols)`` as offsets, ``col < row``, sorted by row
         then col, once each."""
-        f = self.fps[start:stop]
-        near = np.tril(np.bitwise_count(f[:, None] ^ f[None, :]) <= self.k, -1)
-        rows, cols = (x.astype(np.int64) for x in np.nonzero(near))
+        rows, cols = self.tables.within(start, stop)
         more_rows, more = self.earlier.of_range(start, stop)
         inside = more >= start
         return _grouped(
