@@ -42,6 +42,7 @@ import faiss
 import numpy as np
 import psutil
 
+from bench.recluster import PeakRss
 from recengine.index.neardup import NearDupIndex, Pairs, as_codes
 from recengine.index.passages import PassageIndex
 from recengine.pipeline.clustering import Edge
@@ -151,14 +152,17 @@ def run_leader(fps: np.ndarray, planted: np.ndarray, k: int) -> None:
         return Edge(min(a, c), max(a, c), int(fps[a] ^ fps[c]).bit_count(), 1.0, "bench")
 
     ids = np.arange(len(fps), dtype=np.int64)
-    members, seconds, grown = measured(lambda: leader_blocks(ids, fps, k, none, verify))
+    with PeakRss() as rss:
+        start = time.perf_counter()
+        members = leader_blocks(ids, fps, k, none, verify)
+        seconds = time.perf_counter() - start
     joined = np.zeros(len(fps), bool)
     joined[[m.article_id for m in members]] = True
     hit = int(joined[planted[:, 1]].sum())
     print(
-        f"  leader pass in rank blocks (block tables): {seconds:.1f} s, memory "
-        f"+{grown / 2**30:.2f} GiB; {len(members):,} members; planted copies in a cluster "
-        f"{hit}/{len(planted)} = {hit / len(planted):.4f}"
+        f"  leader pass in rank blocks (block tables): {seconds:.1f} s, peak memory "
+        f"+{(rss.peak - rss.start) / 2**30:.2f} GiB; {len(members):,} members; "
+        f"planted copies in a cluster {hit}/{len(planted)} = {hit / len(planted):.4f}"
     )
 
 

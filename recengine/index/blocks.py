@@ -23,9 +23,10 @@ equal values lists its positions in rank order, and
 A pair equal on several blocks is reported once, by its first equal block. Every pair is then
 checked with a popcount, so answers are exact (``tests/test_blocks.py`` against brute force).
 Work: the group members visited (``n / 2**b`` per table for uniform fingerprints of ``b``-bit
-blocks; about 150 at 10M, k = 3) and the output; memory ~20 bytes per position per table (int32
-arrays). The kernels are compiled with numba on first use (cached on disk), so importing this
-module costs nothing until a pass runs.
+blocks; about 150 at 10M, k = 3) and the output; memory 25 bytes per position per table
+(100 at k = 3; int32 positions), the per-group arrays at most ``2**b`` long. The kernels are
+compiled with numba on first use (cached on disk), so importing this module costs nothing
+until a pass runs.
 
 Array contracts: fingerprints ``uint64 (n,)`` by position (rank order); positions ``int64``;
 results ``(rows, cols)`` ``int64``: rows are offsets in the block (``p - start``).
@@ -82,12 +83,10 @@ class BlockTables:
         self.order = np.empty((count, n), np.int32)  # table t: positions by (value, position)
         self.rank = np.empty((count, n), np.int32)  # position -> index in order[t]
         self.group = np.empty((count, n), np.int32)  # position -> dense group number
-        self.head = np.zeros((count, max(n, 1)), np.int32)  # group -> its first index
         self.sorted_fps = np.empty((count, n), np.uint64)  # fps[order[t]]: scans read in line
         self.flag = np.zeros((count, n), bool)  # by index in order[t]: a canonical
         self.prev = np.full((count, n), -1, np.int32)  # canonical -> the one before it
-        self.last = np.full((count, max(n, 1)), -1, np.int32)  # group -> latest canonical
-        self.count = np.zeros((count, max(n, 1)), np.int32)  # group -> its canonicals
+        firsts = []
         for t in range(count):
             keys = ((self.fps >> self.shifts[t]) & self.masks[t]).astype(_key_type(bits[t][1]))
             order = np.argsort(keys, kind="stable")  # stable: positions ascending in a group
@@ -97,10 +96,14 @@ class BlockTables:
             sorted_keys = keys[order]
             fresh = np.ones(n, bool)
             fresh[1:] = sorted_keys[1:] != sorted_keys[:-1]
-            numbers = np.cumsum(fresh, dtype=np.int32) - 1
-            self.group[t, order] = numbers
-            firsts = np.flatnonzero(fresh).astype(np.int32)
-            self.head[t, : len(firsts)] = firsts
+            self.group[t, order] = np.cumsum(fresh, dtype=np.int32) - 1
+            firsts.append(np.flatnonzero(fresh).astype(np.int32))
+        groups = max(1, *(len(f) for f in firsts))  # at most 2**width: 65,536 at k = 3
+        self.head = np.zeros((count, groups), np.int32)  # group -> its first index
+        for t, first in enumerate(firsts):
+            self.head[t, : len(first)] = first
+        self.last = np.full((count, groups), -1, np.int32)  # group -> latest canonical
+        self.count = np.zeros((count, groups), np.int32)  # group -> its canonicals
         self._rows, self._cols = np.empty(4_096, np.int64), np.empty(4_096, np.int64)
 
     def add_canonicals(self, positions: PosArray) -> None:
