@@ -5,6 +5,8 @@ equal blocks) and in a clique with one canonical (the chain walk instead of the 
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -12,7 +14,7 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from recengine.index import block_kernels
-from recengine.index.blocks import BlockTables, block_bits
+from recengine.index.blocks import BlockTables, block_layout
 
 
 def near(fps: np.ndarray, p: int, qs: range | np.ndarray, k: int) -> set[int]:
@@ -97,12 +99,12 @@ def test_uniform_fingerprints_with_planted_copies() -> None:
 
 def test_blocks_cover_the_bits_once() -> None:
     for k in range(64):
-        bits = block_bits(k)
+        bits = block_layout(k)
         assert len(bits) == k + 1
         assert sum(width for _, width in bits) == 64
-        assert [shift for shift, _ in bits] == np.cumsum([0, *(w for _, w in bits)][:-1]).tolist()
+        assert all(a[0] + a[1] == b[0] for a, b in pairwise(bits)) and bits[0][0] == 0
     with pytest.raises(ValueError, match="k must be"):
-        block_bits(64)
+        block_layout(64)
 
 
 def test_empty_tables() -> None:

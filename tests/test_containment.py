@@ -145,9 +145,28 @@ def test_a_digest_that_carries_a_post_unquoted_is_still_its_duplicate(
 
 
 _QUOTING = st.sampled_from(
-    ["\n", " ", ">", "> ", "-", "--", "-----Original Message-----", "----- 原始邮件 -----", "【",
-     "【 在 Ann 的大作中提到: 】", ": ", "[quote]", "[QUOTE=ann]", "[/quote]", "Ann wrote:",
-     "写道：", "正文", "text", "\u3000", "\t"]
+    [
+        "\n",
+        " ",
+        ">",
+        "> ",
+        "-",
+        "--",
+        "-----Original Message-----",
+        "----- 原始邮件 -----",
+        "【",
+        "【 在 Ann 的大作中提到: 】",
+        ": ",
+        "[quote]",
+        "[QUOTE=ann]",
+        "[/quote]",
+        "Ann wrote:",
+        "写道：",
+        "正文",
+        "text",
+        "\u3000",
+        "\t",
+    ]
 )
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.reindex import reindex
 from recengine.pipeline.spark.job import SparkInput, spark_reindex
-from recengine.pipeline.spark.neardup import block_layout, near_duplicate_pairs
+from recengine.pipeline.spark.neardup import near_duplicate_pairs
 from recengine.pipeline.spark.session import spark_session
 from recengine.storage.features import load_model_payload
 from recengine.storage.index_rows import SqlIndexRows
@@ -255,15 +254,6 @@ def test_permuted_block_join_is_exact(spark: Any, k: int) -> None:
     assert len(got) == len(set(got))  # each pair exactly once
     assert set(got) == brute_pairs(ids, fps, k)
     assert sum(1 for _, _, d in got if d == k) > 0 or k == 0
-
-
-def test_block_layout_covers_64_bits() -> None:
-    for k in range(0, 10):
-        layout = block_layout(k)
-        assert len(layout) == k + 1 and sum(w for _, w in layout) == 64
-        assert layout[0][0] == 0 and all(a[0] + a[1] == b[0] for a, b in pairwise(layout))
-    with pytest.raises(ValueError, match="k must be"):
-        block_layout(64)
 
 
 @pytest.mark.slow

@@ -47,15 +47,19 @@ PosArray = npt.NDArray[np.int64]
 MAX_POSITIONS = 2**31 - 1  # tables hold int32 positions
 
 
-def block_bits(k: int) -> list[tuple[int, int]]:
-    """``(shift, width)`` of the ``k + 1`` disjoint blocks that cover the 64 bits (widths
-    differ by at most one)."""
+def block_layout(k: int) -> list[tuple[int, int]]:
+    """``(offset, width)`` of the ``k + 1`` disjoint blocks that cover the 64 bits (widths
+    differ by at most one bit); the Spark engine's join cuts the same blocks.
+
+    Raises:
+        ValueError: ``k`` outside ``[0, 63]``.
+    """
     if not 0 <= k < 64:
         raise ValueError(f"k must be in [0, 63], got {k}")
     count = k + 1
     widths = [64 // count + (1 if t < 64 % count else 0) for t in range(count)]
-    shifts = np.cumsum([0, *widths[:-1]]).tolist()
-    return list(zip(shifts, widths, strict=True))
+    offsets = np.cumsum([0, *widths[:-1]]).tolist()
+    return list(zip(offsets, widths, strict=True))
 
 
 class BlockTables:
@@ -71,7 +75,7 @@ class BlockTables:
     """
 
     def __init__(self, fps: FpArray, k: int) -> None:
-        bits = block_bits(k)
+        bits = block_layout(k)
         n = len(fps)
         if n > MAX_POSITIONS:
             raise ValueError(f"{n} positions: at most {MAX_POSITIONS}")

@@ -37,24 +37,11 @@ import numpy.typing as npt
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.simhash import hamming_many
 from recengine.features.tfidf import SparseVector
+from recengine.index.blocks import block_layout
 from recengine.pipeline.clustering import Edge
 from recengine.text.compare import Compared
 
 Pair = tuple[int, int, int]  # (smaller id, larger id, distance)
-
-
-def block_layout(k: int, bits: int = 64) -> list[tuple[int, int]]:
-    """``(offset, width)`` of the k + 1 blocks: widths differ by at most one bit.
-
-    Raises:
-        ValueError: ``k`` is negative or leaves a block empty.
-    """
-    if not 0 <= k < bits:
-        raise ValueError(f"k must be in [0, {bits}), got {k}")
-    n = k + 1
-    widths = [bits // n + (1 if b < bits % n else 0) for b in range(n)]
-    offsets = [sum(widths[:b]) for b in range(n)]
-    return list(zip(offsets, widths, strict=True))
 
 
 def block_values(fingerprint: int, layout: list[tuple[int, int]]) -> list[int]:
