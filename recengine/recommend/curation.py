@@ -19,11 +19,21 @@ an override is honoured by every process from its commit on (no cache to go stal
   right even for a pair of articles the clusters have not been recomputed for yet;
 * **pins** are the query article's own, shown first in the editor's order (``recommend.related``).
 
+Most sites have few overrides or none, and reading them costs a list several statements (an
+``IN`` over every candidate, for both article columns). :class:`OverridePresence` knows, per
+change sequence, whether any override exists; when none does, a list takes
+:meth:`Curation.none` and reads nothing. Every override write takes a sequence number, so "none
+at ``seq``" holds until the sequence moves, and a list answered from an index caught up to
+``seq`` honours every override committed up to it: an override added through any process or
+node is honoured from the first answer of each process that sees its sequence (the freshness
+delay of every other change, ``index.sync_interval_s`` or a change notification).
+
 Array contracts: ids ``int64 (n,)``; masks ``bool (n,)``.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -37,6 +47,7 @@ from recengine.storage.overrides import (
     EXCLUDE,
     NOT_DUPLICATE,
     SAME_ARTICLE,
+    overrides_exist,
     pins_of,
     relations_touching,
 )
@@ -59,7 +70,14 @@ class Curation:
     apart: set[Pair] = field(default_factory=set)
     alone: set[int] = field(default_factory=set)
     together: set[Pair] = field(default_factory=set)
+    closed: bool = False  # nothing to learn: no override exists (:meth:`none`)
     _known: set[int] = field(default_factory=set)
+
+    @classmethod
+    def none(cls) -> Curation:
+        """The curation of a list when no override exists (:class:`OverridePresence`):
+        empty, and :meth:`learn` reads nothing."""
+        return cls(closed=True)
 
     @classmethod
     def of_article(cls, session: Session, article_id: int) -> Curation:
@@ -77,6 +95,8 @@ class Curation:
 
     def learn(self, session: Session, article_ids: Iterable[int]) -> None:
         """Read the overrides of those ids not read yet (one query per ~5,000 new ids)."""
+        if self.closed:
+            return
         new = sorted({int(i) for i in article_ids} - self._known)
         if not new:
             return
@@ -132,6 +152,37 @@ class Curation:
             if key in self.together:
                 out[j] = True
         return out
+
+
+class OverridePresence:
+    """Whether any override exists, known per change sequence (see the module docstring).
+    One per process; thread-safe.
+
+    The sequence a list passes is its index's last position check (``index.follower``): a
+    list must honour the overrides committed up to it, like every other change it reflects.
+    """
+
+    def __init__(self) -> None:
+        self._known: tuple[int, bool] = (-1, True)  # (seq, any override at that seq)
+        self._lock = threading.Lock()
+        self.reads = 0  # statements run (tests, metrics)
+
+    def exist(self, session: Session, seq: int) -> bool:
+        """Whether any override exists at ``seq`` (one statement when ``seq`` is new).
+
+        When the statement finds another sequence than ``seq`` (a write committed since the
+        caller's check), its own answer is given: it is of a later state, and it is kept for
+        its own sequence.
+        """
+        known_seq, found = self._known
+        if known_seq == seq:
+            return found
+        now, found = overrides_exist(session=session)
+        with self._lock:
+            self.reads += 1
+            if now >= self._known[0]:
+                self._known = (now, found)
+        return found
 
 
 def take(hits: Hits, positions: npt.NDArray[np.intp] | Sequence[int]) -> Hits:

@@ -28,7 +28,8 @@ junk; ``floor.dropped`` says how many of this page's places were left empty by i
 cuts the list after suppression (scores only fall down the list, so the items above it, and the
 suppressed ones among them, are exactly those of a list ranked with the floor as a filter).
 
-Editors' overrides (``recommend.curation``) are read as the list is made: the article's pins
+Editors' overrides (``recommend.curation``) are read as the list is made (nothing is read
+while none exists at the index's last position check, ``OverridePresence``): the article's pins
 come first, in the editor's order, scored like any item (``reasons.pinned``), never cut by the
 floor but still suppressed when they duplicate the article or a pin above; excluded articles
 and the article's blocked partners never appear; ``not_duplicate`` / ``same_article`` correct
@@ -56,7 +57,7 @@ from recengine.features.tfidf import EMPTY_VECTOR, SparseVector
 from recengine.index.view import Hits, RowFilter
 from recengine.recommend.blend import dense_query, ranked
 from recengine.recommend.criterion import DuplicateCriterion
-from recengine.recommend.curation import Curation, concat
+from recengine.recommend.curation import Curation, OverridePresence, concat
 from recengine.recommend.explain import shared_terms
 from recengine.recommend.listing import (
     cut_entries,
@@ -112,6 +113,7 @@ class RelatedArticles:
         self.index = index
         self.criterion = DuplicateCriterion.from_settings(settings)
         self.variants = Variants.from_settings(settings)
+        self.overrides = OverridePresence()
 
     def related(
         self,
@@ -167,7 +169,7 @@ class RelatedArticles:
         floor = floor if ranking.min_score is None else ranking.min_score
         snap = self.index.current(session=session)
         query = load_query(session, snap, article_id)
-        curation = Curation.of_article(session, query.id)
+        curation = self._curation(session, query.id)
         blocked = sorted(curation.blocked_with(query.id))
         row_filter = to_row_filter(session, parsed, exclude=[query.id, *blocked])
         pinned = curation.without_excluded(session, pinned_hits(snap, query, curation, row_filter))
@@ -181,6 +183,14 @@ class RelatedArticles:
         body["floor"] = {"min_score": floor, "dropped": dropped}
         body["variant"] = ranking.name
         return Answer(body, snap.version, snap.seq)
+
+    def _curation(self, session: Session, article_id: int) -> Curation:
+        """The article's overrides; none read when none exists at the index's last position
+        check (``recommend.curation.OverridePresence``)."""
+        position = self.index.follower.position
+        if position is not None and not self.overrides.exist(session, position.seq):
+            return Curation.none()
+        return Curation.of_article(session, article_id)
 
     def _ranked(
         self, session: Session, lists: _Lists, row_filter: RowFilter, wanted: int

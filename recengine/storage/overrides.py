@@ -24,11 +24,11 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Select, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import Select, bindparam, delete, exists, func, insert, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from recengine.storage.articles import in_chunks
-from recengine.storage.models import Article, Override
+from recengine.storage.models import Article, EngineState, Override
 
 NOT_DUPLICATE = "not_duplicate"
 SAME_ARTICLE = "same_article"
@@ -182,6 +182,21 @@ def relations_touching(
                 seen.add(key)
                 out.append(Relation(r.kind, r.article_id, r.other_id, r.position))
     return out
+
+
+@cache
+def _presence_statement() -> Select[int, bool]:
+    return select(EngineState.seq, exists().where(Override.id.is_not(None))).where(
+        EngineState.id == 1
+    )
+
+
+def overrides_exist(*, session: Session) -> tuple[int, bool]:
+    """``(change sequence, whether any override exists)``, read in one statement (so both are
+    of one snapshot, on PostgreSQL's per-statement snapshots too). Every override write takes a
+    sequence number (``state.begin_write``), so the answer holds until the sequence moves."""
+    seq, found = session.execute(_presence_statement()).one()
+    return int(seq), bool(found)
 
 
 def relations_of_kinds(*, session: Session, kinds: Sequence[str]) -> list[Relation]:
