@@ -3,7 +3,9 @@ detected (never trusted blindly); the related index's parts (``index.layered``) 
 
 from __future__ import annotations
 
+import mmap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -35,6 +37,15 @@ def saved(tmp_path: Path) -> tuple[Path, IndexView]:
     return path, view
 
 
+def mapped(array: Any) -> bool:
+    """Whether ``array``'s memory is a file mapping (somewhere down its chain of bases)."""
+    while array is not None:
+        if isinstance(array, np.memmap | mmap.mmap):
+            return True
+        array = getattr(array, "base", None)
+    return False
+
+
 def test_round_trip_is_exact_and_memory_mapped(tmp_path: Path) -> None:
     path, view = saved(tmp_path)
     header, arrays = load_arrays(path)
@@ -47,7 +58,7 @@ def test_round_trip_is_exact_and_memory_mapped(tmp_path: Path) -> None:
             got = getattr(again.segment, name)
             assert got.dtype == array.dtype and np.array_equal(got, array), name
     ids = loaded.parts[0].segment.ids
-    assert isinstance(ids.base, np.memmap) or isinstance(ids, np.memmap)
+    assert type(ids) is np.ndarray and mapped(ids)  # plain views: slicing runs no Python
     assert not list(path.parent.glob(".*.tmp"))  # no temporary file left behind
     assert saved_files(tmp_path / "related", "related", 3) == [path]
     assert saved_files(tmp_path / "related", "related", 4) == []

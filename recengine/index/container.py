@@ -111,7 +111,8 @@ def save_arrays(path: Path, header: FileHeader, arrays: Mapping[str, npt.NDArray
 
 
 def load_arrays(path: Path, verify: bool = True) -> tuple[FileHeader, Arrays]:
-    """Map an index file read-only; returns its header and its arrays (views of the mapping).
+    """Map an index file read-only; returns its header and its arrays (plain ``ndarray`` views
+    of the mapping).
 
     Args:
         verify: check the body's CRC-32 (reads the whole file once).
@@ -133,10 +134,14 @@ def load_arrays(path: Path, verify: bool = True) -> tuple[FileHeader, Arrays]:
             raise IndexFileError(f"{path}: {len(raw)} bytes, the header describes {end}")
         if verify and zlib.crc32(raw[start:end].data) != meta["body_crc32"]:
             raise IndexFileError(f"{path}: the arrays fail their CRC-32 check")
+        # plain ndarray views of the mapping (it stays mapped while any of them lives):
+        # slicing a np.memmap runs Python code per slice (__getitem__, __array_finalize__),
+        # ~80 slices per related list
+        plain = raw.view(np.ndarray)
         arrays: Arrays = {}
         for entry in entries:
             begin, nbytes = start + int(entry["offset"]), int(entry["nbytes"])
-            chunk = raw[begin : begin + nbytes]
+            chunk = plain[begin : begin + nbytes]
             dtype = np.dtype(entry["dtype"])
             arrays[str(entry["name"])] = chunk.view(dtype).reshape(entry["shape"])
     except (KeyError, TypeError, ValueError) as exc:
