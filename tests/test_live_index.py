@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
@@ -145,3 +146,33 @@ def test_a_sync_interval_delays_changes_by_at_most_that(
     assert answers(index, factory, [records[0]["id"]]) == first  # within the interval: stale
     clock.now += 0.2
     assert answers(index, factory, [records[0]["id"]]) != first
+
+
+def test_one_answer_reads_the_state_row_once_for_both_indexes(
+    settings: Settings,
+    engine: Engine,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    records: list[dict[str, Any]],
+) -> None:
+    load(factory, featurizer, records[:20])
+    index = LiveIndex(settings, factory, background=False)
+    answers(index, factory, [records[0]["id"]])  # opened
+    reads: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if "FROM engine_state" in statement:
+            reads.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    with factory() as session:
+        snap = index.current(session=session)
+    assert len(reads) == 1 and snap.dense is not None
+    Ingester(factory, featurizer).ingest_records([repost(records[0], 1)])
+    reads.clear()
+    with factory() as session:
+        snap = index.current(session=session)
+    # both indexes caught up with the write from that one check
+    assert len(reads) == 1 and index.dense.held is not None
+    assert index.follower.held is not None
+    assert index.dense.held.seq == index.follower.held.seq == snap.seq

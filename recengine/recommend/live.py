@@ -9,7 +9,8 @@ model is gone from SQL), and merges into the main segment run in a thread too.
 
 Beside it, the dense kind (``derived.dense.DenseKind``: each article's LSA vector and a FAISS
 index, the dense part of the ranking, ``recommend.blend``) follows SQL the same way, read in the
-same transaction; when ``related.dense_weight`` is 0 it is never opened.
+same transaction (the position the related index checked is the dense index's too: one read
+of the state row per answer); when ``related.dense_weight`` is 0 it is never opened.
 
 A :class:`Snapshot` (model version, change sequence, an ``IndexView``, the dense state of the
 same version or None) answers one query; it is never modified. TF-IDF answers do not depend
@@ -62,6 +63,28 @@ def search_params(settings: Settings, n_candidates: int | None = None) -> Search
     )
 
 
+class _OneCheck(SqlIndexRows):
+    """Index rows of one request, whose followers check the position once between them: the
+    dense follower takes the position the related one read a moment before in the same
+    transaction (the state row read once per request, not once per index)."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self._last: tuple[int, int | None, str] | None = None
+        self._shared: tuple[int, int | None, str] | None = None
+
+    def position(self) -> tuple[int, int | None, str]:
+        if self._shared is not None:
+            found, self._shared = self._shared, None
+            return found
+        self._last = super().position()
+        return self._last
+
+    def share_last(self) -> None:
+        """The next :meth:`position` returns the last one read (once; none read: it reads)."""
+        self._shared = self._last
+
+
 class LiveIndex:
     """Holds the current snapshot of one process and keeps it up to date.
 
@@ -87,12 +110,13 @@ class LiveIndex:
         Raises:
             ModelMissing: no IDF model has been fitted yet.
         """
-        rows = SqlIndexRows(session)
+        rows = _OneCheck(session)
         held = self.follower.sync(rows, fresh=False)
         if held is None:
             raise ModelMissing("no IDF model yet: run `recengine reindex`")
         dense = None
         if self.settings.related.dense_weight > 0:
+            rows.share_last()
             found = self.dense.sync(rows, fresh=False)
             if found is not None and found.version == held.version:
                 dense = found.index  # (while a switch opens it in the background: none)
