@@ -19,6 +19,7 @@ from recengine.features.simhash import hamming
 from recengine.features.tfidf import SparseVector
 from recengine.pipeline.featurize import Featurizer
 from recengine.recommend.criterion import NO_CLUSTER, Articles, DuplicateCriterion
+from recengine.recommend.curation import Curation
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
 from recengine.recommend.suppress import pick
@@ -113,6 +114,25 @@ def test_pick_keeps_no_duplicates(seed: int, n: int, limit: int, n_clusters: int
             )
             assert s.reason.rule == "cosine" and s.reason.score == round(verdict.cosine, 4)
             assert verdict.cosine >= JUDGE.min_cosine
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 40),
+    limit=st.integers(1, 15),
+    n_clusters=st.integers(1, 6),
+)
+def test_pick_skipping_pairs_that_cannot_be_duplicates_changes_nothing(
+    seed: int, n: int, limit: int, n_clusters: int
+) -> None:
+    """The walk judges only candidates near an anchor or an earlier one (``may_duplicate``);
+    with a same_article override somewhere it judges every one: the same answer."""
+    candidates, query = articles(seed, n, n_clusters)
+    criterion = DuplicateCriterion(JUDGE)
+    fast = pick(candidates, query, criterion, limit)
+    every = pick(candidates, query, criterion, limit, curation=Curation(together={(-2, -1)}))
+    assert fast == every
 
 
 @dataclass(frozen=True)

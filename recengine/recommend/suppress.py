@@ -23,8 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
-from recengine.recommend.criterion import Articles, DuplicateCriterion
+from recengine.features.simhash import hamming_many
+from recengine.recommend.criterion import NO_CLUSTER, Articles, DuplicateCriterion
 from recengine.recommend.curation import Curation
 
 
@@ -79,13 +81,19 @@ def pick(
         curation: the editors' overrides (see the module docstring).
     """
     out = Picked()
+    # who may be judged a duplicate at all: only these need the criterion (an editor's
+    # same_article can make any pair one article, so with those everybody may)
+    together = curation is not None and bool(curation.together)
+    risky = None if together else may_duplicate(candidates, anchors, criterion.judge.k)
     for i in range(len(candidates)):
         if len(out.kept) >= limit:
             break
         one = candidates.take([i])
-        reason = closest_duplicate(one, anchors, criterion, curation)
-        if reason is None and out.kept:
-            reason = closest_duplicate(one, candidates.take(out.kept), criterion, curation)
+        reason = None
+        if risky is None or risky[i]:
+            reason = closest_duplicate(one, anchors, criterion, curation)
+            if reason is None and out.kept:
+                reason = closest_duplicate(one, candidates.take(out.kept), criterion, curation)
         if reason is not None:
             out.suppressed.append(Suppressed(i, reason, len(out.kept)))
         elif _blocked(curation, int(one.ids[0]), anchors, candidates, out.kept):
@@ -93,6 +101,25 @@ def pick(
         elif accept is None or accept(i, out.kept):
             out.kept.append(i)
     return out
+
+
+def may_duplicate(candidates: Articles, anchors: Articles, k: int) -> npt.NDArray[np.bool_]:
+    """``bool (n,)``: candidate ``i`` is within ``k`` bits of, or in one cluster with, an
+    anchor or a candidate before it; the others duplicate nothing the walk can keep (the
+    criterion needs one of the two), so it skips them. One vectorised pass over all pairs."""
+    n = len(candidates)
+    prints = np.asarray(candidates.fingerprints, np.uint64)
+    others = np.concatenate((np.asarray(anchors.fingerprints, np.uint64), prints))
+    clusters = np.concatenate((anchors.clusters, candidates.clusters))
+    near = hamming_many(prints[:, None], others[None, :]) <= k
+    near |= (candidates.clusters[:, None] == clusters[None, :]) & (
+        candidates.clusters[:, None] != NO_CLUSTER
+    )
+    # against the anchors, and against the candidates strictly before each one
+    before = np.arange(n)[:, None] > np.arange(n)[None, :]
+    near[:, len(anchors) :] &= before
+    risky: npt.NDArray[np.bool_] = near.any(axis=1)
+    return risky
 
 
 def _blocked(
