@@ -118,7 +118,7 @@ def may_duplicate(candidates: Articles, anchors: Articles, k: int) -> npt.NDArra
     # against the anchors, and against the candidates strictly before each one
     before = np.arange(n)[:, None] > np.arange(n)[None, :]
     near[:, len(anchors) :] &= before
-    risky: npt.NDArray[np.bool_] = near.any(axis=1)
+    risky: npt.NDArray[np.bool_] = np.asarray(near.any(axis=1), dtype=bool)
     return risky
 
 
