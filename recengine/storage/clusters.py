@@ -32,6 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session, aliased
 
 from recengine.storage.articles import in_chunks
+from recengine.storage.db import read_core
 from recengine.storage.models import Article, ClusterMember, EngineState
 
 
@@ -192,7 +193,9 @@ def clusters_of(*, session: Session, article_ids: Sequence[int]) -> dict[int, in
     out: dict[int, int] = {}
     ids = sorted(set(article_ids))
     for chunk in in_chunks(ids):
-        for article_id, canonical_id in session.execute(_clusters_statement(), {"ids": chunk}):
+        rows: Any = read_core(session, _clusters_statement(), {"ids": chunk})
+        for row in rows:
+            article_id, canonical_id = int(row[0]), int(row[1])
             if out.get(article_id, article_id) == article_id:  # a member's own row wins
                 out[article_id] = canonical_id
     return out

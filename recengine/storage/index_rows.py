@@ -39,9 +39,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session, sessionmaker
 
+from recengine.storage.db import read_core
 from recengine.storage.features import load_model_part
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
-from recengine.storage.state import read_state
+from recengine.storage.state import state_statement
 
 COLUMNS: dict[str, Any] = {
     "fingerprint": ArticleFeatures.fingerprint,
@@ -99,8 +100,10 @@ class SqlIndexRows:
 
     def position(self) -> tuple[int, int | None, str]:
         """``(seq, active model version or None, database identity)``."""
-        state = read_state(session=self.session)
-        return state.seq, state.active_model_version, state.database_id
+        # every answer reads it: without the ORM's execution layer (the state row is only
+        # ever written by Core statements, so nothing unflushed can change it)
+        row: Any = read_core(self.session, state_statement()).one()
+        return int(row[0]), row[1], str(row[2])
 
     def live(
         self,

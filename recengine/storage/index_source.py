@@ -11,6 +11,7 @@ from sqlalchemy import Integer, Row, Select, bindparam, select
 from sqlalchemy.orm import Session
 
 from recengine.storage.articles import in_chunks
+from recengine.storage.db import read_core
 from recengine.storage.index_rows import features_join
 from recengine.storage.models import Article, ArticleFeatures
 
@@ -49,8 +50,9 @@ def query_article(*, session: Session, external_id: str, version: int | None) ->
     None when the article has no features of that version).
     """
     params = {"external_id": external_id, "version": -1 if version is None else version}
-    row: QueryRow | None = session.execute(_query_article_statement(), params).one_or_none()
-    return row
+    row: Any = read_core(session, _query_article_statement(), params).one_or_none()
+    found: QueryRow | None = row
+    return found
 
 
 @cache
@@ -85,7 +87,7 @@ def _live_by_id(
     statement = _live_among(query)
     out: dict[int, Row[Any]] = {}
     for chunk in in_chunks(ids):
-        rows = session.execute(statement, {**params, "ids": chunk}).all()
+        rows = read_core(session, statement, {**params, "ids": chunk}).all()
         out.update({r[0]: r for r in rows})
     return out
 

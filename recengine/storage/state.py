@@ -59,6 +59,11 @@ def read_state(*, session: Session) -> State:
     return State(*session.execute(_read_statement()).one())
 
 
+def state_statement() -> Select[int, int | None, str]:
+    """The statement :func:`read_state` runs (``seq, active_model_version, database_id``)."""
+    return _read_statement()
+
+
 @cache
 def _read_statement() -> Select[int, int | None, str]:
     """Built once: every related query reads the state first, and building costs more than
