@@ -1,7 +1,9 @@
 """Editors' overrides as one related list or feed sees them (``storage.overrides``).
 
 A :class:`Curation` is read from SQL while the list is made, in the request's own session, so
-an override is honoured by every process from its commit on (no cache to go stale):
+an override is honoured by every process from the first answer whose index check sees its
+commit (with the default ``index.sync_interval_s = 0``, from its commit on; see
+:class:`OverridePresence` for the one thing kept between answers):
 
 * first for the query article (its pins, its blocked partners, its own overrides), then for
   the candidates as the list takes them (:meth:`Curation.learn`: one indexed query per batch of

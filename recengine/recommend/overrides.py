@@ -6,7 +6,8 @@ decide near-duplicate clusters (``not_duplicate``, ``same_article``, ``canonical
 the clusters they touch in that same transaction (:class:`ClusterMaintenance`, the
 deduplicator), so every process reads the corrected clusters from the commit on; the others
 are read by every related list and feed as it is made (``recommend.curation``), so they too
-hold from the commit on, in every process.
+hold in every process from the first answer whose index check sees the commit (the delay of
+every write, ``index.sync_interval_s``: from the commit on by default).
 
 Editorial decisions replace the ones they contradict: a ``block`` of a pair removes its
 ``pin`` (either way) and a ``pin`` removes its ``block``; ``same_article`` and
