@@ -19,9 +19,10 @@ both out; the articles whose member row came or went get the write's ``seq``
 At reindex, :meth:`Deduplicator.cluster_all` computes every cluster of the new version before
 the switch, outside the writers' lock, by the same rule, without enumerating the pairs of a
 cluster: the articles in rank order, a block at a time, each verified against the canonicals in
-its reach until one passes, those of earlier blocks found by a search of a radius index of the
-canonicals so far (:func:`~recengine.pipeline.rank_blocks.leader_blocks`: a cluster of n copies
-costs about n searches answered by one canonical and n verifications, not n^2 / 2 pairs); texts
+its reach until one passes, those of earlier blocks found in block tables of every fingerprint
+on which the canonicals so far are marked (:func:`~recengine.pipeline.rank_blocks.leader_blocks`,
+:mod:`recengine.index.blocks`: a cluster of n copies costs about n look-ups answered by one
+canonical and n verifications, not n^2 / 2 pairs); texts
 are read a block of articles at a time and rows written in short transactions. The articles
 changed meanwhile are then brought up to date with :meth:`update_version`, the last few inside
 the switch (``pipeline.switch``). :meth:`recluster` does the same in one transaction for the active
