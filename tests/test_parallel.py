@@ -13,11 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import select
 
 from recengine.config import Settings, load_settings
 from recengine.features.tfidf import fit_idf
+from recengine.index.passages import passage_rows
 from recengine.pipeline.featurize import Featurizer, text_of
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.parallel import AnalysisPool, Item, WorkerDied, resolve_workers
@@ -25,6 +27,7 @@ from recengine.pipeline.reindex import reindex
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ArticleFeatures
+from recengine.text.compare import article_passages
 from tests.factories import javaguide_records
 
 
@@ -74,6 +77,12 @@ def test_spool_records_and_their_features_match_one_process(
         assert [(r.n_docs, r.df) for r in records] == [(r.n_docs, r.df) for r in local_records]
         spooled = [pickle.loads(r.payload) for r in records]
         assert [p for b in spooled for p in zip(b.ids, b.analyzed.stats(), strict=True)] == expected
+        # the passages the workers computed beside the tokens: those a build from SQL computes
+        strip = plain_settings.features.strip_boilerplate
+        want = passage_rows([article_passages(t, c, strip) for _, t, c in items])
+        got = [np.concatenate(part) for part in zip(*(b.passages for b in spooled), strict=True)]
+        assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
+        assert int(want[1].min()) > 0
         assert [r.n_docs for r in records] == [len(b) for b in batches(items, 7)]
         df: Counter[str] = Counter()
         for r in records:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from sqlalchemy.orm import Session, sessionmaker
@@ -14,6 +16,7 @@ from recengine.cli.context import CliContext
 from recengine.config import Settings
 from recengine.features.counts import TermCounts
 from recengine.features.hashing import TermHasher
+from recengine.index.passages import passage_rows
 from recengine.pipeline.featurize import Analyzed, Featurizer, TextStats
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.reindex import reindex
@@ -25,11 +28,12 @@ from tests.factories import record
 def batch(start: int) -> SpoolBatch:
     ids = list(range(start, start + 3))
     counts = TermCounts.from_dicts([{"词": i + 1, "w": 1} for i in ids], TermHasher())
-    return SpoolBatch(ids, Analyzed([f"h{i}" for i in ids], counts))
+    passages = passage_rows([np.array([7 * i + 1, 7 * i + 2], np.uint64) for i in ids])
+    return SpoolBatch(ids, Analyzed([f"h{i}" for i in ids], counts), passages)
 
 
-def contents(batches: Iterable[SpoolBatch]) -> list[tuple[list[int], list[TextStats]]]:
-    return [(b.ids, b.analyzed.stats()) for b in batches]
+def contents(batches: Iterable[SpoolBatch]) -> list[tuple[list[int], list[TextStats], Any]]:
+    return [(b.ids, b.analyzed.stats(), [p.tolist() for p in b.passages]) for b in batches]
 
 
 def test_a_torn_spool_tail_is_cut_off(tmp_path: Path) -> None:

@@ -6,8 +6,11 @@ version (the same articles as the radius index, so the two sources cover one set
 computes each article's passage hashes from its text (``text.compare.article_passages``: clean,
 boilerplate stripped as ``features.strip_boilerplate`` says, quoted reply text removed): they are
 a pure function of the text, so nothing is stored in SQL for them and every process, given the
-same rows, holds the same index. The file holds ``ids int64 (n,)``, ``rows uint64 (n, 8)`` and
-``counts int16 (n,)`` (the passages of each live article), 74 bytes per article.
+same rows, holds the same index. A full reindex does not build it from SQL: its workers compute
+the same hashes (``text.compare.clean_passages``) from the text they clean for the tokenizer,
+the spool carries them, and :meth:`PassageKind.build_packed` makes the index of them. The file
+holds ``ids int64 (n,)``, ``rows uint64 (n, 8)`` and ``counts int16 (n,)`` (the passages of each
+live article), 74 bytes per article.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from recengine.derived.indexes import follower_options, index_directory
 from recengine.index.container import Arrays
 from recengine.index.follower import Follower
 from recengine.index.kind import I64, IndexKind
-from recengine.index.passages import PassageIndex
+from recengine.index.passages import Packed, PassageIndex, passage_rows
 from recengine.text.compare import article_passages
 from recengine.text.passages import PASSAGE_CHARS, PASSAGES_KEPT
 
@@ -51,19 +54,28 @@ class PassageKind(IndexKind[PassageIndex]):
         }
 
     def build(self, pages: Iterable[Sequence[Any]]) -> PassageIndex:
+        return self.build_packed(self._packed(rows) for rows in pages)
+
+    def build_packed(self, parts: Iterable[Packed]) -> PassageIndex:
+        """The index of articles whose passages are computed already (each id once, packed by
+        ``index.passages.passage_rows``): a reindex's, from what its workers computed beside
+        the tokens (``pipeline.reindex_job``), as :meth:`build`'s from SQL rows."""
         index = PassageIndex(self.stop_df)
-        for rows in pages:
-            self.apply(index, np.zeros(0, np.int64), rows)
+        for ids, rows, counts in parts:
+            index.add_rows(ids, rows, counts)
         return index
 
     def apply(self, index: PassageIndex, drops: I64, upserts: Sequence[Any]) -> PassageIndex:
         index.remove(drops)
         if upserts:
-            index.add(
-                np.fromiter((r.id for r in upserts), np.int64, len(upserts)),
-                [article_passages(r.title, r.content, self.strip) for r in upserts],
-            )
+            index.add_rows(*self._packed(upserts))
         return index
+
+    def _packed(self, rows: Sequence[Any]) -> Packed:
+        """Ids and passages of SQL rows (``id``, ``title``, ``content``)."""
+        ids = np.fromiter((r.id for r in rows), np.int64, len(rows))
+        found = [article_passages(r.title, r.content, self.strip) for r in rows]
+        return (ids, *passage_rows(found))
 
     def arrays(self, index: PassageIndex) -> Arrays:
         ids, rows, counts = index.arrays()
@@ -88,10 +100,15 @@ class PassageKind(IndexKind[PassageIndex]):
         return len(index)
 
 
+def passage_kind(settings: Settings) -> PassageKind:
+    """The passage index kind under ``settings``."""
+    return PassageKind(settings.neardup.passage_stop_df, settings.features.strip_boilerplate)
+
+
 def passage_follower(settings: Settings) -> Follower[PassageIndex]:
     """A process's passage index, following SQL; saved every ``index.save_after`` changes."""
     return Follower(
-        PassageKind(settings.neardup.passage_stop_df, settings.features.strip_boilerplate),
+        passage_kind(settings),
         index_directory(settings, PassageKind.name),
         save_after=settings.index.save_after,
         **follower_options(settings),

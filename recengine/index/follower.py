@@ -92,12 +92,14 @@ class Step(Generic[T]):
 
 @dataclass
 class FollowerStats:
-    """What a follower did: files loaded, builds from SQL, change rows applied, files saved."""
+    """What a follower did: files loaded, builds from SQL, change rows applied, files saved,
+    seeds taken (:meth:`Follower.seed`)."""
 
     loads: int = 0
     rebuilds: int = 0
     applied: int = 0
     saves: int = 0
+    seeded: int = 0
 
 
 class Follower(Generic[T]):
@@ -135,6 +137,7 @@ class Follower(Generic[T]):
         self.stats = FollowerStats()
         self._held: Held[T] | None = None
         self._adopt: Held[T] | None = None
+        self._seed: Held[T] | None = None
         self._lock = threading.RLock()
         self._checked_at = -float("inf")
         self._unsaved = 0
@@ -265,6 +268,16 @@ class Follower(Generic[T]):
         """Forget the held index (opened again at the next sync)."""
         with self._lock:
             self._held, self._adopt, self._checked_at = None, None, -float("inf")
+            self._seed = None
+
+    def seed(self, index: T, *, version: int, seq: int, database: str) -> None:
+        """Open ``version`` of ``database`` with ``index`` at the next sync that opens it,
+        instead of a file or a build: ``index`` holds what a build as of ``seq`` would (a
+        full reindex makes its passage index of what its workers computed beside the
+        tokens). It is taken as a loaded file is: caught up from ``seq``, its size checked
+        against SQL's count, and built from SQL instead when the count does not match."""
+        with self._lock:
+            self._seed = Held(index, version, seq, database)
 
     def save(self) -> None:
         """Save the held (committed) index to its file now."""
@@ -324,7 +337,15 @@ class Follower(Generic[T]):
     # -- opening a version -------------------------------------------------------------------
 
     def _open(self, reader: RowReader, pos: Position, version: int) -> Held[T]:
-        """First use and model switch: newest valid file, else a build under the lock."""
+        """First use and model switch: the seed, else the newest valid file, else a build
+        under the lock."""
+        seeded, self._seed = self._seed, None
+        if seeded is not None and (seeded.version, seeded.database) == (version, pos.database):
+            checked = self._checked(reader, seeded, pos, version)
+            if checked is not None:
+                self.stats.seeded += 1
+                return checked
+            log.warning("the seeded %s index does not match SQL's count: building", self.kind.name)
         loaded = self._load_checked(reader, pos, version)
         if loaded is not None:
             return loaded
@@ -344,6 +365,17 @@ class Follower(Generic[T]):
         if found is None:
             return None
         held, path = found
+        checked = self._checked(reader, held, pos, version)
+        if checked is None:
+            log.warning("%s does not match SQL's article count: deleted, rebuilding", path)
+            path.unlink(missing_ok=True)
+        return checked
+
+    def _checked(
+        self, reader: RowReader, held: Held[T], pos: Position, version: int
+    ) -> Held[T] | None:
+        """``held`` caught up with the database, or None when its size then differs from
+        SQL's count of the articles it should hold."""
         for _ in range(SIZE_CHECK_TRIES):
             if held.seq < pos.seq:
                 held, _ = self._catch_up(reader, held, pos.seq)
@@ -354,8 +386,6 @@ class Follower(Generic[T]):
             ):
                 return held
             pos = Position(*reader.position())
-        log.warning("%s does not match SQL's article count: deleted, rebuilding", path)
-        path.unlink(missing_ok=True)
         return None
 
     def _load_newest(

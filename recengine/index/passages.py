@@ -27,6 +27,9 @@ import numpy.typing as npt
 from recengine.index.neardup import IdArray, Pairs
 
 HashArray = npt.NDArray[np.uint64]
+# Articles' passages packed (``passage_rows``): ids int64 (n,), rows uint64 (n, width), counts
+# int16 (n,): what add_rows takes.
+Packed = tuple[IdArray, HashArray, npt.NDArray[np.int16]]
 _MERGE_MIN = 4_096
 _COMPACT_FRACTION = 0.25
 PASSAGES_KEPT = 8  # text.passages.PASSAGES_KEPT (index may not import text)
@@ -92,14 +95,7 @@ class PassageIndex:
         id_arr = np.asarray(ids, dtype=np.int64).reshape(-1)
         if len(id_arr) != len(passages):
             raise ValueError(f"{len(id_arr)} ids but {len(passages)} passage arrays")
-        rows = np.zeros((len(id_arr), self.width), np.uint64)
-        counts = np.zeros(len(id_arr), np.int16)
-        for j, p in enumerate(passages):
-            arr = np.unique(np.asarray(p, dtype=np.uint64))
-            if len(arr) > self.width:
-                raise ValueError(f"{len(arr)} passages for one article, at most {self.width}")
-            rows[j, : len(arr)], counts[j] = arr, len(arr)
-        self.add_rows(id_arr, rows, counts)
+        self.add_rows(id_arr, *passage_rows(passages, self.width))
 
     def add_rows(self, ids: IdArray, rows: HashArray, counts: npt.NDArray[np.int16]) -> None:
         """Bulk form of :meth:`add`: ``rows`` ``uint64 (n, width)`` of distinct hashes, the
@@ -226,6 +222,26 @@ class PassageIndex:
         self._hashes, self._ids = hashes[order], ids[order]
         self._tail_h, self._tail_i, self._tail_n, self._dead = [], [], 0, 0
         self._tail_sorted = None
+
+
+def passage_rows(
+    passages: Sequence[HashArray], width: int = PASSAGES_KEPT
+) -> tuple[HashArray, npt.NDArray[np.int16]]:
+    """Articles' passage hashes packed as :meth:`PassageIndex.add_rows` takes them: ``rows
+    uint64 (n, width)`` of distinct hashes, ascending, zero-padded, and ``counts int16 (n,)``
+    (72 bytes per article: what a reindex's workers ship and spool instead of the texts).
+
+    Raises:
+        ValueError: an article has more than ``width`` distinct hashes.
+    """
+    rows = np.zeros((len(passages), width), np.uint64)
+    counts = np.zeros(len(passages), np.int16)
+    for j, p in enumerate(passages):
+        arr = np.unique(np.asarray(p, dtype=np.uint64))
+        if len(arr) > width:
+            raise ValueError(f"{len(arr)} passages for one article, at most {width}")
+        rows[j, : len(arr)], counts[j] = arr, len(arr)
+    return rows, counts
 
 
 def _sorted_distinct(ids: IdArray) -> IdArray:

@@ -22,7 +22,8 @@ from recengine.features.counts import TermCounts
 from recengine.features.fingerprint import batch_fingerprints, fingerprints
 from recengine.features.hashing import TermHasher
 from recengine.features.tfidf import IdfModel, TfidfVectorizer
-from recengine.text.compare import Compared, clean_parts, compared
+from recengine.text.compare import Compared, clean_parts, clean_passages, compared
+from recengine.text.passages import Passages
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 
 
@@ -82,7 +83,10 @@ def text_of(title: str, content: str, strip: bool = True) -> str:
         strip: remove repost boilerplate lines at the head and tail of the content
             (``features.strip_boilerplate``; see :mod:`recengine.text.boilerplate`).
     """
-    clean_title, body = clean_parts(title, content, strip)
+    return _joined(*clean_parts(title, content, strip))
+
+
+def _joined(clean_title: str, body: str) -> str:
     return clean_title + "\n" + body
 
 
@@ -128,6 +132,15 @@ class Featurizer:
     def analyze_many(self, items: Sequence[tuple[str, str]]) -> Analyzed:
         """:meth:`count_many` of the texts of ``(title, content)`` pairs."""
         return self.count_many([self.text(title, content) for title, content in items])
+
+    def analyze_passages(self, items: Sequence[tuple[str, str]]) -> tuple[Analyzed, list[Passages]]:
+        """:meth:`analyze_many` of ``(title, content)`` pairs and each one's passage hashes
+        (``text.compare.clean_passages``, what the passage index holds), from one cleaning of
+        each text: what a reindex's workers compute, so that no later step cleans it again."""
+        strip = self.settings.features.strip_boilerplate
+        parts = [clean_parts(title, content, strip) for title, content in items]
+        analyzed = self.count_many([_joined(title, body) for title, body in parts])
+        return analyzed, [clean_passages(title, body) for title, body in parts]
 
     def count_many(self, texts: Sequence[str]) -> Analyzed:
         """Hashes and term counts of already cleaned texts, in order."""

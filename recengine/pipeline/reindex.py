@@ -10,9 +10,11 @@ the pool, the deduplicator, and the tail every engine shares):
 2. **pass 2**: vectors and fingerprints are computed from the spool (on the pool too) and written
    under the new version, one transaction per batch;
 3. **the tail** (``pipeline.switch``): articles written since the reindex started are caught
-   up, the new version's indexes are built and its clusters computed (a full recluster,
-   ``dedup.Deduplicator.cluster_all``), all outside the writers' lock; then one short switch
-   transaction under it, and the new version's index files are published.
+   up, the new version's indexes are built (the passage index of the passage hashes pass 1
+   spooled beside the term counts: no text is read or cleaned again) and its clusters
+   computed (a full recluster, ``dedup.Deduplicator.cluster_all``), all outside the writers'
+   lock; then one short switch transaction under it, and the new version's index files are
+   published.
 
 Readers never see a half-built state: until the switch commits they use the old version, whose
 rows nothing here touches. ``kill -9`` or Ctrl-C at any point leaves the old state as it was plus
@@ -34,13 +36,15 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from recengine.derived.passages import PassageKind, passage_kind
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.checkpoints import checkpoint
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer, model_params
 from recengine.pipeline.parallel import AnalysisPool, Item
-from recengine.pipeline.reindex_job import JobRecord
+from recengine.pipeline.reindex_job import JobRecord, spooled_passages
 from recengine.pipeline.reindex_run import ReindexRun, reindex_run
+from recengine.pipeline.switch import Seed
 from recengine.pipeline.versions import (
     Progress,
     QuietProgress,
@@ -127,6 +131,7 @@ def _full(run: ReindexRun, resume: bool) -> ReindexResult:
         version,
         job.start_seq,
         clusters=lambda index, _seq: run.dedup.cluster_all(run.factory, version, index),
+        seeds={PassageKind.name: _spooled_passages(run, job.start_seq)},
     )
     return ReindexResult(version, model.n_docs, len(model.df), caught_up, resumed)
 
@@ -184,6 +189,14 @@ def _pass1(run: ReindexRun) -> IdfModel:
             run.progress.update(record.n_docs)
             checkpoint("tokenized")
     return IdfModel(n_docs=n_docs, df=dict(df))
+
+
+def _spooled_passages(run: ReindexRun, start_seq: int) -> Seed:
+    """The new version's passage index, of the passage hashes pass 1 spooled: what a build
+    from SQL as of ``start_seq`` holds (every spooled text was read after it; the switch
+    catches up what changed since), without reading or cleaning a text again."""
+    kind = passage_kind(run.featurizer.settings)
+    return Seed(kind.build_packed(spooled_passages(run.jobs.batches())), start_seq)
 
 
 def _pages(factory: sessionmaker[Session], after: int, size: int) -> Iterator[list[Item]]:

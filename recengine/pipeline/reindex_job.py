@@ -9,10 +9,11 @@ Everything lives in ``<data_dir>/reindex/``:
   from) and, once pass 1 is done, the version of the new IDF model saved in SQL. Written to a
   temporary file, fsynced and renamed over the old one, so it is always either the old or the
   new content.
-* ``spool.bin``: the term counts of pass 1 (:class:`SpoolBatch`), one framed record per batch
-  of articles, fsynced after each. Pass 2 reads them back instead of tokenizing twice; a
-  resumed pass 1 reads them to rebuild its document frequencies and continues after the last
-  article spooled. A record is
+* ``spool.bin``: the term counts and passage hashes of pass 1 (:class:`SpoolBatch`), one
+  framed record per batch of articles, fsynced after each. Pass 2 reads them back instead of
+  tokenizing twice, the switch builds the passage index of them instead of cleaning every
+  text again (``spooled_passages``); a resumed pass 1 reads them to rebuild its document
+  frequencies and continues after the last article spooled. A record is
   ``<u8 length> <u4 crc32> payload``: a torn tail (a crash in mid-write) fails the length or the
   checksum and is cut off.
 
@@ -30,25 +31,33 @@ import os
 import pickle
 import struct
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
+import numpy as np
+import numpy.typing as npt
+
 from recengine.errors import RecengineError
 from recengine.features.tfidf import IdfModel
 from recengine.files import atomic_write, fsync_dir, remove_temporaries
+from recengine.index.passages import HashArray, Packed, passage_rows
 from recengine.pipeline.featurize import Analyzed, FeatureRow, Featurizer
 
-JOB_FORMAT = 2  # 2: spool records are SpoolBatch (term counts as one matrix per batch)
+# 2: spool records are SpoolBatch (term counts as one matrix per batch); 3: with passages
+JOB_FORMAT = 3
 _HEADER = struct.Struct("<QI")
 
 
 class SpoolBatch(NamedTuple):
-    """One spool record: article ids (ascending) and what their texts contribute, in order."""
+    """One spool record: article ids (ascending) and what their texts contribute, in order:
+    their term counts, and their passage hashes (``rows uint64 (n, 8)``, ``counts int16
+    (n,)``, packed by ``index.passages.passage_rows``) for the new version's passage index."""
 
     ids: list[int]
     analyzed: Analyzed
+    passages: tuple[HashArray, npt.NDArray[np.int16]]
 
 
 Batch = SpoolBatch
@@ -91,9 +100,20 @@ def features_of_record(
 
 
 def spool_batch(featurizer: Featurizer, batch: Sequence[Item]) -> SpoolBatch:
-    """The spool record of ``(id, title, content)`` items: ids, text hashes, term counts."""
-    analyzed = featurizer.analyze_many([(title, content) for _, title, content in batch])
-    return SpoolBatch([i for i, _, _ in batch], analyzed)
+    """The spool record of ``(id, title, content)`` items: ids, text hashes, term counts and
+    passage hashes, each text cleaned once (``Featurizer.analyze_passages``)."""
+    analyzed, found = featurizer.analyze_passages([(title, content) for _, title, content in batch])
+    return SpoolBatch([i for i, _, _ in batch], analyzed, passage_rows(found))
+
+
+def spooled_passages(batches: Iterable[SpoolBatch]) -> Iterator[Packed]:
+    """The passages of the spooled articles whose text has terms (the articles the passage
+    index holds, ``PassageKind.needs_terms``: the features pass 2 writes have the same token
+    counts), a record at a time, ids ascending."""
+    for batch in batches:
+        keep = batch.analyzed.counts.n_tokens() > 0
+        rows, counts = batch.passages
+        yield np.asarray(batch.ids, np.int64)[keep], rows[keep], counts[keep]
 
 
 @dataclass(frozen=True)

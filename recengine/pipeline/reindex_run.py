@@ -17,7 +17,7 @@ place); around it, :func:`reindex_run` is the same for all:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +30,7 @@ from recengine.pipeline.dense import fit_dense
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex_job import JobDir
-from recengine.pipeline.switch import Clusters, Switch, switch_to
+from recengine.pipeline.switch import Clusters, Seed, Switch, switch_to
 from recengine.pipeline.versions import (
     Progress,
     QuietProgress,
@@ -52,12 +52,20 @@ class ReindexRun:
     dedup: Deduplicator
     version: int | None = None  # the new model's, once saved (to report an interrupt right)
 
-    def finish(self, model: IdfModel, version: int, start_seq: int, clusters: Clusters) -> int:
+    def finish(
+        self,
+        model: IdfModel,
+        version: int,
+        start_seq: int,
+        clusters: Clusters,
+        seeds: Mapping[str, Seed] | None = None,
+    ) -> int:
         """Switch to ``version`` (see ``pipeline.switch``), drop the old version, clear the job.
 
         Args:
             model: the new IDF model, whose features are written as of ``start_seq``.
             clusters: writes the new version's clusters from its near-duplicate index.
+            seeds: indexes of the version made already, by kind (``Switch.seeds``).
 
         Returns:
             How many article rows the catch-up recomputed.
@@ -73,6 +81,7 @@ class ReindexRun:
             version,
             self.batch_size,
             self.progress,
+            seeds=seeds or {},
         )
         caught_up = switch_to(switch, start_seq, clusters)
         self.progress.start("cleanup", None)

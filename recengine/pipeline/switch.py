@@ -9,8 +9,9 @@ start. What happens next, in order (``switch_to``):
    write transaction (never a read then a write in one transaction: on SQLite a commit by
    another process in between fails the write with "database is locked");
 2. **derived indexes** of the new version (``derived.registry``: near-duplicates, passages,
-   related, ...)
-   are built from SQL, as of the position the catch-up reached;
+   related, ...) are built from SQL, as of the position the catch-up reached, except those the
+   reindex made itself (``Switch.seeds``: the local engine's passage index, from its spool),
+   which are caught up to it from the position they were made at;
 3. **clusters** of the new version are computed and written under it, outside the lock
    (``clusters(candidates, seq)``: the local engine's full recluster, or Spark's verified
    pairs);
@@ -33,9 +34,9 @@ without a new ``seq``, and the follower applies them again then.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -64,9 +65,20 @@ Clusters = Callable[[Candidates, int], object]
 Sources = tuple[Follower[Any], Follower[Any]]
 
 
+@dataclass(frozen=True)
+class Seed:
+    """An index of the new version that the reindex made itself, holding what a build from
+    SQL as of change ``seq`` would hold (``Follower.seed``): the local engine's passage index,
+    of the passage hashes its workers computed beside the tokens."""
+
+    index: Any
+    seq: int
+
+
 @dataclass
 class Switch:
-    """What the switch needs: the database, the analysis, the new model and its version."""
+    """What the switch needs: the database, the analysis, the new model and its version, and
+    the indexes of the version made already (by kind name; the others are built from SQL)."""
 
     factory: sessionmaker[Session]
     featurizer: Featurizer
@@ -76,6 +88,7 @@ class Switch:
     batch_size: int
     progress: Progress
     caught_up: int = 0
+    seeds: Mapping[str, Seed] = field(default_factory=dict)
 
 
 def switch_to(switch: Switch, start_seq: int, clusters: Clusters) -> int:
@@ -87,10 +100,14 @@ def switch_to(switch: Switch, start_seq: int, clusters: Clusters) -> int:
     switch.progress.start("catch-up", None)
     seq = _catch_up_outside(switch, start_seq)
     indexes = followers(switch.featurizer.settings)
-    for follower in indexes.values():
+    for name, follower in indexes.items():
         if follower.kind.canonicals_only:
             continue  # follows cluster rows the reindex writes without a seq: built after
         with index_rows(switch.factory) as rows:
+            seed = switch.seeds.get(name)
+            if seed is not None:
+                database = rows.position()[2]
+                follower.seed(seed.index, version=switch.version, seq=seed.seq, database=database)
             follower.sync(rows, version=switch.version)
         follower.rewind(seq)
     near: Sources = (indexes[NearDupKind.name], indexes[PassageKind.name])

@@ -105,5 +105,12 @@ def clean_parts(title: str, content: str, strip: bool = True) -> tuple[str, str]
 
 def article_passages(title: str, content: str, strip: bool = True) -> Passages:
     """``compared(*clean_parts(title, content, strip)).passages`` without the shingles the
-    decision needs: what the passage index stores of an article."""
-    return passages_of(np.concatenate(_word_points(*clean_parts(title, content, strip))))
+    decision needs: what the passage index stores of an article (built from SQL)."""
+    return clean_passages(*clean_parts(title, content, strip))
+
+
+def clean_passages(title: str, body: str) -> Passages:
+    """:func:`article_passages` of an article already cleaned by :func:`clean_parts`: the one
+    computation of passages, for a text a caller has cleaned anyway (the reindex's workers,
+    beside the tokens) as for one read from SQL."""
+    return passages_of(np.concatenate(_word_points(title, body)))

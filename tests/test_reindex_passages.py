@@ -1,0 +1,158 @@
+"""A full reindex makes the new version's passage index of the passage hashes its workers
+computed beside the tokens (the spool), not from SQL: on real text it equals the index built
+from SQL, with articles written, edited and deleted during the reindex too, and no text is
+cleaned again for it; a seed that does not fit SQL is rebuilt, never trusted."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+import recengine.derived.passages as derived_passages
+from recengine.config import Settings
+from recengine.derived.passages import passage_follower, passage_kind
+from recengine.index.follower import Follower
+from recengine.index.passages import PassageIndex
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.reindex import reindex
+from recengine.storage.index_rows import index_rows
+from recengine.text.compare import article_passages
+from tests.factories import csl_records, javaguide_records
+from tests.test_passage_candidates import partial_copies
+from tests.test_related import delete_article
+
+
+def real_corpus(data_dir: Path) -> list[dict[str, Any]]:
+    """Long real articles, excerpts and digests of some (they share passages), short abstracts."""
+    bases = javaguide_records(data_dir, 24)
+    return bases + partial_copies(bases[:8]) + csl_records(data_dir, 40)
+
+
+def from_sql(settings: Settings, factory: sessionmaker[Session]) -> PassageIndex:
+    """The active version's passage index built from SQL (a follower without files)."""
+    follower = Follower(passage_kind(settings), None)
+    with index_rows(factory) as rows:
+        held = follower.sync(rows)
+    assert held is not None and follower.stats.rebuilds == 1
+    return held.index
+
+
+def published(settings: Settings, factory: sessionmaker[Session]) -> PassageIndex:
+    """The passage index file the reindex published, as a server loads it."""
+    follower = passage_follower(settings)
+    with index_rows(factory) as rows:
+        held = follower.sync(rows)
+    assert held is not None and follower.stats.loads == 1 and follower.stats.rebuilds == 0
+    return held.index
+
+
+def assert_same(a: PassageIndex, b: PassageIndex) -> None:
+    for x, y in zip(a.arrays(), b.arrays(), strict=True):
+        assert x.dtype == y.dtype and np.array_equal(x, y)
+    pa, pb = a.pairs(), b.pairs()
+    assert np.array_equal(pa.a, pb.a) and np.array_equal(pa.b, pb.b)
+
+
+@pytest.fixture
+def cleaned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many texts the passage kind computes passages of from SQL rows (the real
+    function runs; only its calls are counted)."""
+    calls = [0]
+
+    def counted(title: str, content: str, strip: bool = True) -> Any:
+        calls[0] += 1
+        return article_passages(title, content, strip)
+
+    monkeypatch.setattr(derived_passages, "article_passages", counted)
+    return calls
+
+
+def test_reindex_passage_index_equals_the_one_built_from_sql(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    data_dir: Path,
+    cleaned: list[int],
+) -> None:
+    records = real_corpus(data_dir)
+    Ingester(factory, featurizer).ingest_records(records)
+    cleaned[0] = 0
+    reindex(factory=factory, featurizer=featurizer, batch_size=16)
+    assert cleaned[0] == 0  # the switch read and cleaned no text for the passage index
+    reindexed = published(settings, factory)
+    rebuilt = from_sql(settings, factory)
+    assert cleaned[0] == len(records)  # every article has terms: the build cleaned each
+    assert len(reindexed) == len(records) and len(reindexed.pairs().a) > 0
+    assert_same(reindexed, rebuilt)
+
+
+class Writer:
+    """Progress that writes between the reindex's batches: edits the text of an article
+    already spooled, adds one, deletes one (each once, at the given updates)."""
+
+    def __init__(self, at: dict[int, Callable[[], None]]) -> None:
+        self.at, self.updates = at, 0
+
+    def start(self, phase: str, total: int | None, done: int = 0) -> None:
+        pass
+
+    def update(self, n: int) -> None:
+        self.updates += 1
+        if (write := self.at.pop(self.updates, None)) is not None:
+            write()
+
+
+def test_changes_during_the_reindex_are_in_its_passage_index(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    data_dir: Path,
+    cleaned: list[int],
+) -> None:
+    records = real_corpus(data_dir)
+    ingester = Ingester(factory, featurizer)
+    ingester.ingest_records(records)
+    donor = javaguide_records(data_dir, 30)[-1]
+    first, second, third = records[0], records[30], records[3]
+    writes: dict[int, Callable[[], None]] = {
+        1: lambda: ingester.ingest_records([{**first, "content": donor["content"]}]),
+        2: lambda: ingester.ingest_records([{**donor, "id": "new-during-reindex"}]),
+        3: lambda: delete_article(factory, third["id"]),
+        8: lambda: ingester.ingest_records([{**second, "content": first["content"]}]),
+    }
+    writer = Writer(writes)
+    cleaned[0] = 0
+    reindex(factory=factory, featurizer=featurizer, batch_size=16, progress=writer)
+    assert not writes  # every write happened, during pass 1 and pass 2
+    assert cleaned[0] <= 2 * 3  # only the changed articles, by the catch-up and the rounds
+    assert_same(published(settings, factory), from_sql(settings, factory))
+
+
+def test_a_seed_that_does_not_fit_sql_is_rebuilt(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    data_dir: Path,
+) -> None:
+    Ingester(factory, featurizer).ingest_records(real_corpus(data_dir)[:20])
+    reindex(factory=factory, featurizer=featurizer)
+    built = from_sql(settings, factory)
+    with index_rows(factory) as rows:
+        seq, version, database = rows.position()
+    assert version is not None
+    ids, hashes, counts = built.arrays()
+    for seed, fits in ((built, True), (PassageIndex(built.stop_df), False)):
+        follower = Follower(passage_kind(settings), None)
+        follower.seed(seed, version=version, seq=seq, database=database)
+        with index_rows(factory) as rows:
+            held = follower.sync(rows)
+        assert held is not None
+        assert (follower.stats.seeded, follower.stats.rebuilds) == ((1, 0) if fits else (0, 1))
+        for x, y in zip(held.index.arrays(), (ids, hashes, counts), strict=True):
+            assert np.array_equal(x, y)
