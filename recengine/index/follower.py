@@ -12,7 +12,9 @@ the caller's transaction):
    from SQL in short read transactions of its own (``RowReader.separately``), **outside the
    caller's transaction**, so a writer waiting here never holds the writers' lock while a
    whole index is read; then saves the file. A reindex publishes the new version's file right
-   after its switch, so servers load it instead of building.
+   after its switch, so servers load it instead of building. An index made elsewhere from
+   the same rows (:meth:`Follower.seed`: a reindex's passage index, of what its workers
+   computed) is taken before any file, and checked like one;
 2. **after a load**, the number of indexed articles is compared with SQL's count (a file that
    lost entries is rebuilt, never trusted blindly);
 3. **catch-up**: every article change with ``seq`` above the held one and up to the position is
