@@ -111,3 +111,12 @@ def factory(engine: Engine) -> sessionmaker[Session]:
 @pytest.fixture
 def featurizer(settings: Settings, tokenizer: Tokenizer) -> Featurizer:
     return Featurizer(settings, tokenizer)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files holding slow tests first (stable: each file keeps its order). ``scripts/test``
+    hands whole files to its workers in collection order (pytest-xdist ``--dist loadfile``), so
+    the long ones start at once rather than ending the run on one worker while the other
+    idles (longest first, the usual greedy schedule)."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)

@@ -14,10 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.cli import main
 from recengine.cli.context import CliContext
 from recengine.config import Settings
-from recengine.recommend.live import LiveIndex
-from recengine.recommend.related import RelatedArticles
 from tests.factories import javaguide_records, write_jsonl
-from tests.test_related import repost
+from tests.test_related import live_related, repost
 
 
 def test_related_command(settings: Settings, data_dir: Path, tmp_path: Path) -> None:
@@ -37,7 +35,7 @@ def test_related_command(settings: Settings, data_dir: Path, tmp_path: Path) -> 
     body = json.loads(result.output)
     factory: sessionmaker[Session] = CliContext(settings).factory
     with factory() as session:
-        service = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+        service = live_related(settings, factory)
         assert body == service.related(aid, session=session, k=4)
     assert len(body["items"]) == 4 and body["suppressed"][0]["id"] == f"repost-1-{aid}"
 

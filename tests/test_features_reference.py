@@ -40,15 +40,13 @@ from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex import reindex
 from recengine.pipeline.versions import write_features
-from recengine.recommend.live import LiveIndex
-from recengine.recommend.related import RelatedArticles
 from recengine.storage.db import make_engine, make_session_factory, transaction
 from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 from recengine.storage.state import read_state
 from recengine.text.tokenize import Tokenizer, jieba_dictionary_tags
 from tests.factories import csl_records, javaguide_records
-from tests.test_related import repost
+from tests.test_related import live_related, repost
 from tests.test_tokenize_backends import real_texts
 
 _ENG = re.compile(r"^[a-zA-Z0-9]+$")
@@ -160,7 +158,7 @@ def _clusters(factory: sessionmaker[Session]) -> list[tuple[str, str, int]]:
 
 
 def _related(settings: Settings, factory: sessionmaker[Session], ids: list[str]) -> list[Any]:
-    service = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+    service = live_related(settings, factory)
     with factory() as session:
         return [service.related(i, session=session, k=10) for i in ids]
 

@@ -13,12 +13,11 @@ from recengine.config import Settings
 from recengine.errors import Conflict, InvalidRequest, NotFound
 from recengine.pipeline.featurize import Featurizer
 from recengine.recommend.feed import ReaderFeeds
-from recengine.recommend.live import LiveIndex
 from recengine.recommend.overrides import NewOverride
 from recengine.recommend.related import RelatedArticles
 from tests.factories import javaguide_records
 from tests.overrides_helpers import add, listing, remove
-from tests.test_related import ask, delete_article, ids, load, repost
+from tests.test_related import ask, delete_article, ids, loaded_service, repost
 
 
 @pytest.fixture
@@ -36,8 +35,7 @@ def service(
     featurizer: Featurizer,
     corpus: list[dict[str, Any]],
 ) -> RelatedArticles:
-    load(factory, featurizer, corpus)
-    return RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+    return loaded_service(settings, factory, featurizer, corpus)
 
 
 def full(service: RelatedArticles, factory: sessionmaker[Session], aid: str) -> list[str]:

@@ -15,13 +15,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings
 from recengine.pipeline.featurize import Featurizer
 from recengine.recommend.curation import OverridePresence
-from recengine.recommend.live import LiveIndex
-from recengine.recommend.related import RelatedArticles
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.state import read_state
 from tests.factories import javaguide_records
 from tests.overrides_helpers import add, remove
-from tests.test_related import ask, ids, load
+from tests.test_related import ask, ids, load, loaded_service
 
 
 @pytest.fixture
@@ -50,16 +48,6 @@ def override_statements(engine: Engine) -> list[str]:
     return seen
 
 
-def make_service(
-    settings: Settings,
-    factory: sessionmaker[Session],
-    featurizer: Featurizer,
-    corpus: list[dict[str, Any]],
-) -> RelatedArticles:
-    load(factory, featurizer, corpus)
-    return RelatedArticles(settings, LiveIndex(settings, factory, background=False))
-
-
 def test_no_override_means_no_override_reads_and_one_added_elsewhere_holds_next_answer(
     settings: Settings,
     factory: sessionmaker[Session],
@@ -68,7 +56,7 @@ def test_no_override_means_no_override_reads_and_one_added_elsewhere_holds_next_
     other_node: sessionmaker[Session],
     override_statements: list[str],
 ) -> None:
-    service = make_service(settings, factory, featurizer, corpus)
+    service = loaded_service(settings, factory, featurizer, corpus)
     query = corpus[0]["id"]
     before = ask(service, factory, query, k=5, min_score=0)
     override_statements.clear()
@@ -92,7 +80,7 @@ def test_the_last_override_removed_brings_the_fast_path_back(
     other_node: sessionmaker[Session],
     override_statements: list[str],
 ) -> None:
-    service = make_service(settings, factory, featurizer, corpus)
+    service = loaded_service(settings, factory, featurizer, corpus)
     query = corpus[0]["id"]
     before = ask(service, factory, query, k=5, min_score=0)
     blocked = add(other_node, "block", query, ids(before)[1])
@@ -113,7 +101,7 @@ def test_an_override_is_honoured_from_the_check_that_sees_its_sequence(
 ) -> None:
     """With change notifications the index skips its check until one arrives: the override
     waits for it like every other change (the documented delay), then holds."""
-    service = make_service(settings, factory, featurizer, corpus)
+    service = loaded_service(settings, factory, featurizer, corpus)
     query = corpus[0]["id"]
     top = ids(ask(service, factory, query, k=5, min_score=0))[0]
     follower = service.index.follower

@@ -38,6 +38,23 @@ def load(
     reindex(factory=factory, featurizer=featurizer)
 
 
+def live_related(settings: Settings, factory: sessionmaker[Session]) -> RelatedArticles:
+    """One process's related-articles service, following the database in the foreground (each
+    answer first applies the committed writes it has not seen, so tests need no waiting)."""
+    return RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+
+
+def loaded_service(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    records: list[dict[str, Any]],
+) -> RelatedArticles:
+    """``records`` ingested and reindexed, and a service over them."""
+    load(factory, featurizer, records)
+    return live_related(settings, factory)
+
+
 def delete_article(factory: sessionmaker[Session], external_id: str) -> None:
     with factory() as session, session.begin():
         state = begin_write(session=session)
@@ -66,8 +83,7 @@ def service(
     featurizer: Featurizer,
     corpus: list[dict[str, Any]],
 ) -> RelatedArticles:
-    load(factory, featurizer, corpus)
-    return RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+    return loaded_service(settings, factory, featurizer, corpus)
 
 
 def ids(body: dict[str, Any]) -> list[str]:
@@ -132,7 +148,7 @@ def test_a_lone_article_gets_an_empty_list_not_junk(
     featurizer: Featurizer,
 ) -> None:
     Ingester(factory, featurizer).ingest_records([LONE])
-    service = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+    service = live_related(settings, factory)
     # without a floor the list is filled with Java articles on one shared word each
     # ("java", "add", "three", ...)
     junk = ask(service, factory, "lone", k=5, min_score=0)
@@ -250,7 +266,7 @@ def test_deleted_articles_never_appear(
 
 
 def test_no_model_is_a_clear_error(settings: Settings, factory: sessionmaker[Session]) -> None:
-    service = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+    service = live_related(settings, factory)
     with pytest.raises(ModelMissing):
         ask(service, factory, "a1")
 
@@ -304,7 +320,7 @@ def test_a_reindex_switches_the_index_to_the_new_model(
     with factory() as session:
         version = read_state(session=session).active_model_version
     assert service.index.stats()["version"] == version
-    fresh = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+    fresh = live_related(settings, factory)
     assert ask(fresh, factory, aid, k=10, min_score=0) == after
     assert len(set(ids(after)) & set(ids(before))) >= 7  # five short articles change little
 

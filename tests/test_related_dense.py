@@ -21,7 +21,7 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.reindex import reindex
 from recengine.recommend.blend import dense_query, ranked
-from recengine.recommend.live import LiveIndex, search_params
+from recengine.recommend.live import search_params
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.features import load_model_part
 from recengine.storage.index_rows import SqlIndexRows
@@ -29,6 +29,7 @@ from recengine.storage.models import Article, ArticleFeatures, ModelPart
 from recengine.storage.state import read_state
 from tests.conftest import make_settings
 from tests.factories import javaguide_records
+from tests.test_related import live_related
 
 DIMS = 16
 HELD_BACK = 5  # articles ingested only after the reindex
@@ -53,7 +54,7 @@ def service(
 ) -> RelatedArticles:
     Ingester(factory, featurizer).ingest_records(corpus[:-HELD_BACK])
     reindex(factory=factory, featurizer=featurizer)
-    return RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+    return live_related(settings, factory)
 
 
 def vectors_of(factory: sessionmaker[Session]) -> dict[str, bytes]:
@@ -222,7 +223,7 @@ def test_small_corpora_have_no_dense_part(
     reindex(factory=factory, featurizer=Featurizer(settings, featurizer.tokenizer))
     with factory() as session:
         assert session.scalar(select(func.count()).select_from(ModelPart)) == 0
-    service = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+    service = live_related(settings, factory)
     vectors = vectors_of(factory)
     body = ask(service, factory, corpus[3]["id"], k=5, min_score=0)
     for e in body["items"]:

@@ -124,8 +124,9 @@ class _Pass:
 
     def block(self, start: int, stop: int, prefetch: Callable[[set[int]], None] | None) -> None:
         """Decide positions ``start..stop`` (every earlier one is decided)."""
-        rows, hits = self._from_earlier_blocks(start, stop)
-        pairs = self._within_block(start, stop)  # offsets in the block, col < row
+        extra = self.earlier.of_range(start, stop)  # the extra pairs of the block's rows
+        rows, hits = self._from_earlier_blocks(start, stop, extra)
+        pairs = self._within_block(start, stop, extra)  # offsets in the block, col < row
         if prefetch is not None:  # those that may verify: articles with a candidate
             may = np.concatenate([start + rows, hits, start + pairs[0], start + pairs[1]])
             prefetch(set(self.ids[np.unique(may)].tolist()))
@@ -138,21 +139,25 @@ class _Pass:
         self.canon[fresh] = True
         self.tables.add_canonicals(fresh)
 
-    def _from_earlier_blocks(self, start: int, stop: int) -> tuple[IdArray, IdArray]:
+    def _from_earlier_blocks(
+        self, start: int, stop: int, extra: tuple[IdArray, IdArray]
+    ) -> tuple[IdArray, IdArray]:
         """The earlier blocks' canonicals in reach of each article of the block: ``(rows,
         cols)`` sorted by row then col, once each (rows: offsets in the block; cols:
-        positions)."""
+        positions). ``extra``: the block's extra pairs (``_Earlier.of_range``)."""
         rows, cols = self.tables.earlier(start, stop)
-        more_rows, more = self.earlier.of_range(start, stop)
+        more_rows, more = extra
         keep = (more < start) & self.canon[more]
         return _grouped(np.concatenate([rows, more_rows[keep]]), np.concatenate([cols, more[keep]]))
 
-    def _within_block(self, start: int, stop: int) -> tuple[IdArray, IdArray]:
+    def _within_block(
+        self, start: int, stop: int, extra: tuple[IdArray, IdArray]
+    ) -> tuple[IdArray, IdArray]:
         """Candidate pairs within the block (``stop - start`` fingerprints compared with each
-        other, and the extra pairs): ``(rows, cols)`` as offsets, ``col < row``, sorted by row
-        then col, once each."""
+        other, and the extra pairs ``extra``): ``(rows, cols)`` as offsets, ``col < row``,
+        sorted by row then col, once each."""
         rows, cols = self.tables.within(start, stop)
-        more_rows, more = self.earlier.of_range(start, stop)
+        more_rows, more = extra
         inside = more >= start
         return _grouped(
             np.concatenate([rows, more_rows[inside]]),
