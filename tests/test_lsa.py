@@ -6,7 +6,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from recengine.features.lsa import LsaModel, fit_lsa
+from recengine.features.lsa import LsaModel, fit_lsa, householder, orthonormal
 
 Vectors = tuple[list[npt.NDArray[np.uint64]], list[npt.NDArray[np.float32]]]
 
@@ -55,6 +55,35 @@ def test_projection_equals_the_exact_truncated_svd_up_to_sign() -> None:
     model = fit_lsa(hashes, weights, dims=3)
     z, ref = model.project(hashes, weights), exact(hashes, weights, model.hashes, 3)
     np.testing.assert_allclose(z @ z.T, ref @ ref.T, atol=2e-3)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-3, 1e4])
+def test_orthonormal_spans_what_householder_spans(scale: float) -> None:
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3_000, 40)) @ np.diag(np.geomspace(1, 1e-3, 40)) * scale
+    q, ref = orthonormal(a), householder(a)
+    np.testing.assert_allclose(q.T @ q, np.eye(40), atol=1e-10)
+    np.testing.assert_allclose(ref @ (ref.T @ q), q, atol=1e-10)  # the same column space
+    np.testing.assert_allclose(q @ (q.T @ a), a, atol=1e-10 * scale)
+
+
+@pytest.mark.parametrize("kind", ["repeated column", "zero column", "tiny column"])
+def test_orthonormal_of_a_rank_deficient_matrix_is_householder_s(kind: str) -> None:
+    """Duplicate documents or terms make the range finder's matrices (nearly) rank deficient:
+    the Cholesky factorisation fails or loses orthogonality, and Householder QR answers."""
+    a = np.random.default_rng(6).standard_normal((500, 12))
+    a[:, 7] = {"repeated column": a[:, 3], "zero column": 0.0, "tiny column": a[:, 3] + 1e-12}[kind]
+    q = orthonormal(a)
+    np.testing.assert_array_equal(q, householder(a))
+    np.testing.assert_allclose(q.T @ q, np.eye(12), atol=1e-10)
+
+
+def test_the_fit_is_the_householder_fit() -> None:
+    """The fast basis changes the model by rounding only: the same cosines between documents."""
+    hashes, weights = low_rank_corpus(n=600, terms=300, rank=12, seed=4)
+    fast = fit_lsa(hashes, weights, dims=8).project(hashes, weights)
+    ref = fit_lsa(hashes, weights, dims=8, orthonormalize=householder).project(hashes, weights)
+    np.testing.assert_allclose(fast @ fast.T, ref @ ref.T, atol=1e-5)
 
 
 def test_same_seed_same_model_and_bytes_round_trip() -> None:

@@ -144,15 +144,23 @@ def test_blocks_equal_the_reference(seed: int, n: int, clique: int, fail: int, b
     assert key(blocks(ids, fps, ranks, 3, extra, judge, block)) == expected
 
 
-@pytest.mark.parametrize("block", [1, 64, 512, 4_096])
-def test_a_big_clique_with_others_equals_the_reference(block: int) -> None:
-    rng = np.random.default_rng(block)
+@pytest.fixture(scope="module")
+def big_clique() -> tuple[list[int], dict[int, int], dict[int, Rank], set, Judge, list[Member]]:
+    """A clique of 1,200 among 600 others, and its reference clusters: computed once for every
+    block size (the brute-force reference verifies the clique's ~720,000 pairs one by one)."""
+    rng = np.random.default_rng(64)
     ids, fps, ranks, extra = random_corpus(rng, 600, 1_200, k=3)
-    judge = Judge(fps, 2, block)  # one pair in five fails: several canonicals in the clique
+    judge = Judge(fps, 2, 64)  # one pair in five fails: several canonicals in the clique
     expected = reference(ids, fps, ranks, 3, extra, judge)
     in_clique = set(ids[:1_200])
     heads = {m.canonical_id for m in expected if m.article_id in in_clique}
     assert len([m for m in expected if m.article_id in in_clique]) > 1_000 and len(heads) > 1
+    return ids, fps, ranks, extra, judge, expected
+
+
+@pytest.mark.parametrize("block", [1, 64, 512, 4_096])
+def test_a_big_clique_with_others_equals_the_reference(block: int, big_clique: Any) -> None:
+    ids, fps, ranks, extra, judge, expected = big_clique
     assert key(blocks(ids, fps, ranks, 3, extra, judge, block)) == key(expected)
 
 
