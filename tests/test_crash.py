@@ -35,7 +35,7 @@ def test_kill_during_ingest_loses_nothing_acknowledged(
     data_dir: Path,
     tmp_path: Path,
 ) -> None:
-    records = javaguide_records(data_dir, 400)
+    records = javaguide_records(data_dir, 150)  # 3 x 150 copies: 23 batches, killed after ~3
     Ingester(factory, featurizer).ingest_records(records[:BATCH])
     reindex(factory=factory, featurizer=featurizer)  # a model, so each batch writes features
     copies = [{**r, "id": f"{k}/{r['id']}"} for k in range(3) for r in records]
