@@ -35,6 +35,10 @@ whole component where one can (``pipeline.override_clusters``). An override chan
 recomputes the component of the articles it names (:meth:`regroup`) and marks them changed
 (``recommend.overrides``), so a reindex running meanwhile catches them up like an edit.
 
+Every path verifies a pair the same way, from the version's stored features and texts
+(``pipeline.judging``); the write path sees SQL and the indexes through
+``pipeline.cluster_view``.
+
 The index of writers is the process's near-duplicate :class:`~recengine.index.follower.Follower`.
 Call :meth:`Deduplicator.prepare` before a write transaction: a first use or a model switch
 then loads (or builds) the index outside the writers' lock, and the sync inside the
@@ -43,9 +47,9 @@ transaction only applies the last few changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -54,15 +58,15 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings
 from recengine.derived.neardup import canonical_follower, neardup_follower
 from recengine.derived.passages import passage_follower
-from recengine.features.neardup import NearDupCriterion, Verdict
-from recengine.features.tfidf import SparseVector
+from recengine.features.neardup import NearDupCriterion
 from recengine.index.candidates import Candidates
 from recengine.index.follower import Follower
-from recengine.index.neardup import IdArray, NearDupIndex
+from recengine.index.neardup import NearDupIndex
 from recengine.index.passages import PassageIndex
-from recengine.pipeline.clustering import Edge, Member, rank_key
-from recengine.pipeline.featurize import compared_of
-from recengine.pipeline.leader import Ids, Rank, relink
+from recengine.pipeline.cluster_view import SqlClusterView
+from recengine.pipeline.clustering import Edge, Member
+from recengine.pipeline.judging import BlockTexts, PairJudge, Reading, TransactionJudging
+from recengine.pipeline.leader import relink
 from recengine.pipeline.override_clusters import (
     constrained_rows,
     overridden,
@@ -70,30 +74,20 @@ from recengine.pipeline.override_clusters import (
     regroup,
 )
 from recengine.pipeline.rank_blocks import leader_blocks, rank_order
-from recengine.storage.articles import titles_and_contents
 from recengine.storage.clusters import (
     MemberRow,
-    canonicals_of,
     delete_version,
     insert_rows,
-    live_published,
     member_ids,
-    members_of_all,
-    not_members,
     published,
     replace_member_rows,
 )
 from recengine.storage.db import transaction
-from recengine.storage.features import features_of
 from recengine.storage.index_rows import SqlIndexRows, index_rows
 from recengine.storage.overrides import CLUSTER_KINDS, mark_changed, relations_of_kinds
 from recengine.storage.state import begin_write, read_state
-from recengine.text.compare import Compared
 
 WRITE_CHUNK = 1_000  # cluster rows per short write transaction (a reindex, before its switch)
-_UNKNOWN, _MEMBER, _FREE = -1, 0, 1  # stored status of an id, as read in one plan
-
-Reading = Callable[[], AbstractContextManager[Session]]
 
 
 class Deduplicator:
@@ -113,12 +107,13 @@ class Deduplicator:
         passages: Follower[PassageIndex] | None = None,
         canonicals: Follower[NearDupIndex] | None = None,
     ) -> None:
-        self.criterion = NearDupCriterion.from_settings(settings)
+        self.judge = PairJudge(
+            NearDupCriterion.from_settings(settings), settings.features.strip_boilerplate
+        )
         self.index = index or neardup_follower(settings)
         self.passages = passages or passage_follower(settings)
         self.canonicals = canonicals or canonical_follower(settings)
         self.k = settings.features.hamming_k
-        self.strip = settings.features.strip_boilerplate
 
     @contextmanager
     def pending(self) -> Iterator[None]:
@@ -173,7 +168,7 @@ class Deduplicator:
         version = state.active_model_version
         if version is None:
             return 0
-        judging = _Judging(self, session, version)
+        judging = TransactionJudging(self.judge, session, version)
         index = self.synced(session)
         nodes, members = regroup(session, version, index, changed, judging)
         plan = ClusterPlan(version, sorted(nodes), [_row(m) for m in members])
@@ -196,10 +191,10 @@ class Deduplicator:
         """
         seeds = set(changed)
         live = {i for i in seeds if i in index}
-        view = _SqlView(session, index, version, self, live)
+        view = SqlClusterView(session, index, version, self.judge, live)
         decided = relink(view, live, seeds - live)
         if _near(override_region(session, version), decided, view.looked, index):
-            judging = _Judging(self, session, version)
+            judging = TransactionJudging(self.judge, session, version)
             nodes, members = regroup(session, version, index, seeds, judging)
             return ClusterPlan(version, sorted(nodes), [_row(m) for m in members])
         rows = [_row(m) for m in decided.values() if m is not None]
@@ -283,172 +278,20 @@ class Deduplicator:
             ids, fps = rank_order(
                 ids, fps, lambda part: published(session=session, article_ids=part)
             )
-        block = _Block(self, reading, version)
+        block = BlockTexts(self.judge, reading, version)
         extra = index.passage_pairs()
         plain = leader_blocks(ids, fps, index.radius.k, extra, block.verify, block.prefetch)
         with reading() as session:
-            members = overridden(session, version, index, plain, _Judging(self, session, version))
+            members = overridden(
+                session, version, index, plain, TransactionJudging(self.judge, session, version)
+            )
         return [_row(m) for m in members]
 
     def _assign(self, session: Session, version: int, edges: Sequence[Edge]) -> list[MemberRow]:
         """Rows from every verified edge of ``version`` (Spark's) under every cluster override."""
         relations = relations_of_kinds(session=session, kinds=CLUSTER_KINDS)
-        judging = _Judging(self, session, version)
+        judging = TransactionJudging(self.judge, session, version)
         return [_row(m) for m in constrained_rows(session, edges, relations, judging)]
-
-    def _judge(self, x: int, c: int, loaded: _Loaded) -> Edge | None:
-        fps, vectors = loaded.fps, loaded.vectors
-        if x not in fps or c not in fps:
-            return None
-        tx, tc = loaded.compared(x, self.strip), loaded.compared(c, self.strip)
-        v = self.criterion.judge(fps[x], vectors[x], fps[c], vectors[c], tx, tc)
-        return Edge(min(x, c), max(x, c), v.distance, v.score, v.rule) if v.duplicate else None
-
-    def _load(self, session: Session, version: int, ids: set[int], loaded: _Loaded) -> None:
-        """Add the fingerprints, vectors and texts of those of ``ids`` not in ``loaded`` yet
-        (what is compared of a text is computed when a verification first needs it)."""
-        missing = sorted(ids - loaded.fps.keys())
-        if not missing:
-            return
-        rows = features_of(session=session, version=version, article_ids=missing)
-        loaded.fps.update({r.article_id: r.fingerprint for r in rows})
-        loaded.vectors.update({r.article_id: SparseVector.from_bytes(r.vector) for r in rows})
-        texts = titles_and_contents(session=session, article_ids=[r.article_id for r in rows])
-        loaded.raw.update(texts)
-
-
-class _Judging:
-    """:class:`recengine.pipeline.override_clusters.Judging` over one transaction."""
-
-    def __init__(self, dedup: Deduplicator, session: Session, version: int) -> None:
-        self.dedup, self.session, self.version = dedup, session, version
-        self.loaded = _Loaded()
-
-    def prefetch(self, ids: set[int]) -> None:
-        self.dedup._load(self.session, self.version, ids, self.loaded)
-
-    def known(self, article_id: int) -> bool:
-        return article_id in self.loaded.fps
-
-    def verdict(self, a: int, b: int) -> Verdict | None:
-        self.prefetch({a, b})
-        fps, vectors = self.loaded.fps, self.loaded.vectors
-        if a not in fps or b not in fps:
-            return None
-        strip = self.dedup.strip
-        ta, tb = self.loaded.compared(a, strip), self.loaded.compared(b, strip)
-        return self.dedup.criterion.judge(fps[a], vectors[a], fps[b], vectors[b], ta, tb)
-
-
-class _Block:
-    """Texts of one block of the leader pass, loaded at once (in a read of their own); what
-    the next block needs too is kept (a canonical most blocks meet is compared once), the
-    rest dropped."""
-
-    def __init__(self, dedup: Deduplicator, reading: Reading, version: int) -> None:
-        self.dedup, self.reading, self.version = dedup, reading, version
-        self.loaded = _Loaded()
-
-    def prefetch(self, ids: set[int]) -> None:
-        self.loaded = self.loaded.keep(ids)
-        with self.reading() as session:
-            self.dedup._load(session, self.version, ids, self.loaded)
-
-    def verify(self, article_id: int, canonical_id: int) -> Edge | None:
-        # Both are in the block's prefetch (leader_blocks's contract); one without features
-        # under the version is no duplicate.
-        return self.dedup._judge(article_id, canonical_id, self.loaded)
-
-
-class _SqlView:
-    """:class:`recengine.pipeline.leader.ClusterView` over SQL (rows of one model version) and
-    that version's index, for one write transaction (what it reads is cached for it)."""
-
-    def __init__(
-        self,
-        session: Session,
-        index: Candidates,
-        version: int,
-        dedup: Deduplicator,
-        batch: Iterable[int] = (),
-    ) -> None:
-        self.session, self.index, self.version, self.dedup = session, index, version, dedup
-        self.loaded = _Loaded()
-        self.batch = set(batch)  # the written articles: loaded together at the first verify
-        self.found: dict[int, IdArray] = {}
-        self.looked: set[int] = set()  # the articles whose candidates were looked at
-        self.heads_index = index.canonicals  # the canonicals at the start (None: read SQL)
-        # What was read of the stored rows (they do not change while the plan is made): a
-        # batch of templated pages has the whole cluster among the candidates of each page,
-        # and each member's status is read once per batch, not once per page.
-        self.status = np.full(0, _UNKNOWN, np.int8)  # by id: _UNKNOWN, _MEMBER or _FREE
-        self.heads: dict[int, int] = {}  # member -> stored canonical
-
-    def candidates(self, article_id: int) -> IdArray:
-        self.looked.add(article_id)
-        if article_id not in self.found:
-            self.found[article_id] = self.index.of(article_id)
-        return self.found[article_id]
-
-    def canonical_candidates(self, article_id: int) -> IdArray:
-        self.looked.add(article_id)
-        return self.index.of_canonicals(article_id)
-
-    def among_candidates(self, article_id: int, ids: Ids) -> IdArray:
-        return self.index.among(article_id, np.asarray(ids, dtype=np.int64))
-
-    def stored(self, article_ids: Sequence[int]) -> Mapping[int, int]:
-        ids = self._known(article_ids)
-        if self.heads_index is not None:  # those in it have no row: no need to ask
-            ids = ids[~self.heads_index.contains_many(ids)]
-        maybe = set(ids[self.status[ids] != _FREE].tolist())  # members and the unknown
-        unknown = sorted(i for i in maybe if i not in self.heads)
-        if unknown:
-            found = canonicals_of(session=self.session, version=self.version, article_ids=unknown)
-            self.heads.update(found)
-            self.status[unknown] = _FREE
-            self.status[list(found)] = _MEMBER
-        return {i: self.heads[i] for i in ids.tolist() if i in self.heads}
-
-    def unclustered(self, article_ids: Ids) -> Sequence[int]:
-        ids = self._known(article_ids)
-        if self.heads_index is not None:  # candidates are indexed: in it = no member row
-            heads: list[int] = np.unique(ids[self.heads_index.contains_many(ids)]).tolist()
-            return heads
-        unknown = np.unique(ids[self.status[ids] == _UNKNOWN])
-        if len(unknown):
-            free = not_members(
-                session=self.session, version=self.version, article_ids=unknown.tolist()
-            )
-            self.status[unknown] = _MEMBER
-            self.status[free] = _FREE
-        free_ids: list[int] = np.unique(ids[self.status[ids] == _FREE]).tolist()
-        return free_ids
-
-    def _known(self, article_ids: Ids) -> IdArray:
-        """``article_ids`` as an array, the status table grown to hold them."""
-        ids = np.asarray(article_ids, dtype=np.int64).reshape(-1)
-        top = int(ids.max()) + 1 if len(ids) else 0
-        if top > len(self.status):
-            grown = np.full(max(top, 2 * len(self.status)), _UNKNOWN, np.int8)
-            grown[: len(self.status)] = self.status
-            self.status = grown
-        return ids
-
-    def members(self, canonical_ids: Sequence[int]) -> Sequence[int]:
-        return members_of_all(
-            session=self.session, version=self.version, canonical_ids=canonical_ids
-        )
-
-    def ranks(self, article_ids: Sequence[int]) -> Mapping[int, Rank]:
-        dates = live_published(session=self.session, article_ids=article_ids)
-        return {i: rank_key(i, d) for i, d in dates.items()}
-
-    def verify(self, article_id: int, canonical_id: int) -> Edge | None:
-        wanted = {article_id, canonical_id} | self.batch  # one read for a batch of reposts
-        self.batch = set()
-        self.dedup._load(self.session, self.version, wanted, self.loaded)
-        return self.dedup._judge(article_id, canonical_id, self.loaded)
 
 
 @dataclass(frozen=True)
@@ -479,33 +322,6 @@ class ClusterPlan:
             session=session, version=self.version, article_ids=self.nodes, rows=self.members
         )
         return len(self.members)
-
-
-@dataclass
-class _Loaded:
-    fps: dict[int, int] = field(default_factory=dict)
-    vectors: dict[int, SparseVector] = field(default_factory=dict)
-    raw: dict[int, tuple[str, str]] = field(default_factory=dict)  # title, content
-    texts: dict[int, Compared] = field(default_factory=dict)
-
-    def keep(self, ids: set[int]) -> _Loaded:
-        """What is loaded of ``ids`` (a new holder: the rest is dropped)."""
-        out = _Loaded()
-        for i in ids & self.fps.keys():
-            out.fps[i], out.vectors[i] = self.fps[i], self.vectors[i]
-            if i in self.texts:
-                out.texts[i] = self.texts[i]
-            elif i in self.raw:
-                out.raw[i] = self.raw[i]
-        return out
-
-    def compared(self, article_id: int, strip: bool) -> Compared:
-        """What the decision compares of a loaded article (computed once)."""
-        found = self.texts.get(article_id)
-        if found is None:
-            title, content = self.raw.pop(article_id)
-            found = self.texts[article_id] = compared_of(title, content, strip)
-        return found
 
 
 def _near(

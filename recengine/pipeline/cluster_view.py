@@ -1,0 +1,118 @@
+"""The clusters as a write transaction's plan sees them (``pipeline.leader.ClusterView``).
+
+``pipeline.dedup`` re-decides the articles a write can affect (``pipeline.leader.relink``)
+through this view: their candidates from the version's indexes, the stored cluster rows from
+SQL, and verification by ``pipeline.judging.PairJudge``. What it reads is cached for the
+transaction: the stored rows do not change while the plan is made, and a batch of templated
+pages has the whole cluster among the candidates of each page, so each member's status is
+read once per batch, not once per page.
+
+Array contracts: ids ``int64``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from recengine.index.candidates import Candidates
+from recengine.index.neardup import IdArray
+from recengine.pipeline.clustering import Edge, rank_key
+from recengine.pipeline.judging import Loaded, PairJudge
+from recengine.pipeline.leader import Ids, Rank
+from recengine.storage.clusters import canonicals_of, live_published, members_of_all, not_members
+
+_UNKNOWN, _MEMBER, _FREE = -1, 0, 1  # stored status of an id, as read in one plan
+
+
+class SqlClusterView:
+    """:class:`recengine.pipeline.leader.ClusterView` over SQL (rows of one model version) and
+    that version's index, for one write transaction (what it reads is cached for it)."""
+
+    def __init__(
+        self,
+        session: Session,
+        index: Candidates,
+        version: int,
+        judge: PairJudge,
+        batch: Iterable[int] = (),
+    ) -> None:
+        self.session, self.index, self.version, self.judge = session, index, version, judge
+        self.loaded = Loaded()
+        self.batch = set(batch)  # the written articles: loaded together at the first verify
+        self.found: dict[int, IdArray] = {}
+        self.looked: set[int] = set()  # the articles whose candidates were looked at
+        self.heads_index = index.canonicals  # the canonicals at the start (None: read SQL)
+        # What was read of the stored rows (they do not change while the plan is made): a
+        # batch of templated pages has the whole cluster among the candidates of each page,
+        # and each member's status is read once per batch, not once per page.
+        self.status = np.full(0, _UNKNOWN, np.int8)  # by id: _UNKNOWN, _MEMBER or _FREE
+        self.heads: dict[int, int] = {}  # member -> stored canonical
+
+    def candidates(self, article_id: int) -> IdArray:
+        self.looked.add(article_id)
+        if article_id not in self.found:
+            self.found[article_id] = self.index.of(article_id)
+        return self.found[article_id]
+
+    def canonical_candidates(self, article_id: int) -> IdArray:
+        self.looked.add(article_id)
+        return self.index.of_canonicals(article_id)
+
+    def among_candidates(self, article_id: int, ids: Ids) -> IdArray:
+        return self.index.among(article_id, np.asarray(ids, dtype=np.int64))
+
+    def stored(self, article_ids: Sequence[int]) -> Mapping[int, int]:
+        ids = self._known(article_ids)
+        if self.heads_index is not None:  # those in it have no row: no need to ask
+            ids = ids[~self.heads_index.contains_many(ids)]
+        maybe = set(ids[self.status[ids] != _FREE].tolist())  # members and the unknown
+        unknown = sorted(i for i in maybe if i not in self.heads)
+        if unknown:
+            found = canonicals_of(session=self.session, version=self.version, article_ids=unknown)
+            self.heads.update(found)
+            self.status[unknown] = _FREE
+            self.status[list(found)] = _MEMBER
+        return {i: self.heads[i] for i in ids.tolist() if i in self.heads}
+
+    def unclustered(self, article_ids: Ids) -> Sequence[int]:
+        ids = self._known(article_ids)
+        if self.heads_index is not None:  # candidates are indexed: in it = no member row
+            heads: list[int] = np.unique(ids[self.heads_index.contains_many(ids)]).tolist()
+            return heads
+        unknown = np.unique(ids[self.status[ids] == _UNKNOWN])
+        if len(unknown):
+            free = not_members(
+                session=self.session, version=self.version, article_ids=unknown.tolist()
+            )
+            self.status[unknown] = _MEMBER
+            self.status[free] = _FREE
+        free_ids: list[int] = np.unique(ids[self.status[ids] == _FREE]).tolist()
+        return free_ids
+
+    def _known(self, article_ids: Ids) -> IdArray:
+        """``article_ids`` as an array, the status table grown to hold them."""
+        ids = np.asarray(article_ids, dtype=np.int64).reshape(-1)
+        top = int(ids.max()) + 1 if len(ids) else 0
+        if top > len(self.status):
+            grown = np.full(max(top, 2 * len(self.status)), _UNKNOWN, np.int8)
+            grown[: len(self.status)] = self.status
+            self.status = grown
+        return ids
+
+    def members(self, canonical_ids: Sequence[int]) -> Sequence[int]:
+        return members_of_all(
+            session=self.session, version=self.version, canonical_ids=canonical_ids
+        )
+
+    def ranks(self, article_ids: Sequence[int]) -> Mapping[int, Rank]:
+        dates = live_published(session=self.session, article_ids=article_ids)
+        return {i: rank_key(i, d) for i, d in dates.items()}
+
+    def verify(self, article_id: int, canonical_id: int) -> Edge | None:
+        wanted = {article_id, canonical_id} | self.batch  # one read for a batch of reposts
+        self.batch = set()
+        self.judge.load(self.session, self.version, wanted, self.loaded)
+        return self.judge.edge(article_id, canonical_id, self.loaded)

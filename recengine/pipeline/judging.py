@@ -1,0 +1,136 @@
+"""Verifying candidate pairs of one model version from what SQL stores (``pipeline.dedup``).
+
+Every clustering path decides a pair the same way: both articles' fingerprints and vectors
+under the version, and what the criterion compares of their texts
+(``features.neardup.NearDupCriterion.judge``). :class:`PairJudge` reads those for a set of
+articles at once into a :class:`Loaded` holder (the compared text is computed when a
+verification first needs it) and judges pairs from it; the holders differ by how long what they
+read is kept:
+
+* :class:`TransactionJudging`: everything read in one transaction (an override's component,
+  ``pipeline.override_clusters.Judging``);
+* :class:`BlockTexts`: one block of the reindex's leader pass at a time, in reads of its own,
+  keeping only what the next block needs too (``pipeline.rank_blocks.leader_blocks``);
+* ``pipeline.cluster_view.SqlClusterView``: one write transaction's plan (ingest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+
+from sqlalchemy.orm import Session
+
+from recengine.features.neardup import NearDupCriterion, Verdict
+from recengine.features.tfidf import SparseVector
+from recengine.pipeline.clustering import Edge
+from recengine.pipeline.featurize import compared_of
+from recengine.storage.articles import titles_and_contents
+from recengine.storage.features import features_of
+from recengine.text.compare import Compared
+
+Reading = Callable[[], AbstractContextManager[Session]]
+
+
+@dataclass
+class Loaded:
+    """What was read of some articles under one version, by article id."""
+
+    fps: dict[int, int] = field(default_factory=dict)
+    vectors: dict[int, SparseVector] = field(default_factory=dict)
+    raw: dict[int, tuple[str, str]] = field(default_factory=dict)  # title, content
+    texts: dict[int, Compared] = field(default_factory=dict)
+
+    def keep(self, ids: set[int]) -> Loaded:
+        """What is loaded of ``ids`` (a new holder: the rest is dropped)."""
+        out = Loaded()
+        for i in ids & self.fps.keys():
+            out.fps[i], out.vectors[i] = self.fps[i], self.vectors[i]
+            if i in self.texts:
+                out.texts[i] = self.texts[i]
+            elif i in self.raw:
+                out.raw[i] = self.raw[i]
+        return out
+
+    def compared(self, article_id: int, strip: bool) -> Compared:
+        """What the decision compares of a loaded article (computed once)."""
+        found = self.texts.get(article_id)
+        if found is None:
+            title, content = self.raw.pop(article_id)
+            found = self.texts[article_id] = compared_of(title, content, strip)
+        return found
+
+
+@dataclass(frozen=True)
+class PairJudge:
+    """The criterion over stored features and texts (``strip``: ``features.strip_boilerplate``)."""
+
+    criterion: NearDupCriterion
+    strip: bool
+
+    def load(self, session: Session, version: int, ids: set[int], loaded: Loaded) -> None:
+        """Add the fingerprints, vectors and texts of those of ``ids`` not in ``loaded`` yet
+        (what is compared of a text is computed when a verification first needs it)."""
+        missing = sorted(ids - loaded.fps.keys())
+        if not missing:
+            return
+        rows = features_of(session=session, version=version, article_ids=missing)
+        loaded.fps.update({r.article_id: r.fingerprint for r in rows})
+        loaded.vectors.update({r.article_id: SparseVector.from_bytes(r.vector) for r in rows})
+        texts = titles_and_contents(session=session, article_ids=[r.article_id for r in rows])
+        loaded.raw.update(texts)
+
+    def verdict(self, a: int, b: int, loaded: Loaded) -> Verdict | None:
+        """The criterion's verdict on two loaded articles; None when either has no features
+        under the version."""
+        fps, vectors = loaded.fps, loaded.vectors
+        if a not in fps or b not in fps:
+            return None
+        ta, tb = loaded.compared(a, self.strip), loaded.compared(b, self.strip)
+        return self.criterion.judge(fps[a], vectors[a], fps[b], vectors[b], ta, tb)
+
+    def edge(self, x: int, c: int, loaded: Loaded) -> Edge | None:
+        """The verified edge of two loaded articles, or None (not duplicates, or unknown)."""
+        v = self.verdict(x, c, loaded)
+        if v is None or not v.duplicate:
+            return None
+        return Edge(min(x, c), max(x, c), v.distance, v.score, v.rule)
+
+
+class TransactionJudging:
+    """:class:`recengine.pipeline.override_clusters.Judging` over one transaction."""
+
+    def __init__(self, judge: PairJudge, session: Session, version: int) -> None:
+        self.judge, self.session, self.version = judge, session, version
+        self.loaded = Loaded()
+
+    def prefetch(self, ids: set[int]) -> None:
+        self.judge.load(self.session, self.version, ids, self.loaded)
+
+    def known(self, article_id: int) -> bool:
+        return article_id in self.loaded.fps
+
+    def verdict(self, a: int, b: int) -> Verdict | None:
+        self.prefetch({a, b})
+        return self.judge.verdict(a, b, self.loaded)
+
+
+class BlockTexts:
+    """Texts of one block of the leader pass, loaded at once (in a read of their own); what
+    the next block needs too is kept (a canonical most blocks meet is compared once), the
+    rest dropped."""
+
+    def __init__(self, judge: PairJudge, reading: Reading, version: int) -> None:
+        self.judge, self.reading, self.version = judge, reading, version
+        self.loaded = Loaded()
+
+    def prefetch(self, ids: set[int]) -> None:
+        self.loaded = self.loaded.keep(ids)
+        with self.reading() as session:
+            self.judge.load(session, self.version, ids, self.loaded)
+
+    def verify(self, article_id: int, canonical_id: int) -> Edge | None:
+        # Both are in the block's prefetch (leader_blocks's contract); one without features
+        # under the version is no duplicate.
+        return self.judge.edge(article_id, canonical_id, self.loaded)
