@@ -21,14 +21,12 @@ from recengine.cli import main
 from recengine.cli.context import CliContext
 from recengine.config import Settings, SparkSettings
 from recengine.derived.dense import DenseKind, dense_params
-from recengine.features.simhash import hamming_many
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.reindex import reindex
 from recengine.pipeline.spark.job import SparkInput, spark_reindex
-from recengine.pipeline.spark.neardup import near_duplicate_pairs
 from recengine.pipeline.spark.session import spark_session
 from recengine.storage.features import load_model_payload
 from recengine.storage.index_rows import SqlIndexRows
@@ -231,29 +229,6 @@ def test_cli_spark_engine_and_parquet_export(
     )
     assert bad.exit_code == 2 and "--incremental is for the local engine" in bad.output
     json.dumps(result.output)
-
-
-def brute_pairs(ids: list[int], fps: np.ndarray, k: int) -> set[tuple[int, int, int]]:
-    d = hamming_many(fps[:, None], fps[None, :])
-    i, j = np.nonzero(np.triu(d <= k, 1))
-    return {(ids[a], ids[b], int(d[a, b])) for a, b in zip(i.tolist(), j.tolist(), strict=True)}
-
-
-@pytest.mark.parametrize("k", [0, 3, 5])
-def test_permuted_block_join_is_exact(spark: Any, k: int) -> None:
-    rng = np.random.default_rng(k)
-    base = rng.integers(0, 2**64, 1500, dtype=np.uint64)  # half of them >= 2**63
-    planted = []
-    for n, fp in enumerate(base[:300].tolist()):  # copies at distance 0 .. k + 1
-        bits = rng.choice(64, size=n % (k + 2), replace=False)
-        planted.append(fp ^ int(sum(1 << int(b) for b in bits)))
-    fps = np.concatenate([base, np.array([*planted, 0, 0, 0], dtype=np.uint64)])
-    ids = [int(i) * 7 + 1 for i in range(len(fps))]
-    rdd = spark.sparkContext.parallelize(list(zip(ids, fps.tolist(), strict=True)), 6)
-    got = near_duplicate_pairs(rdd, k, 5).collect()
-    assert len(got) == len(set(got))  # each pair exactly once
-    assert set(got) == brute_pairs(ids, fps, k)
-    assert sum(1 for _, _, d in got if d == k) > 0 or k == 0
 
 
 @pytest.mark.slow

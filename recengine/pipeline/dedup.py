@@ -28,10 +28,10 @@ changed meanwhile are then brought up to date with :meth:`update_version`, the l
 the switch (``pipeline.switch``). :meth:`recluster` does the same in one transaction for the active
 version (a reference for tests and repairs).
 
-Every one of these paths, the Spark engine's included (:meth:`cluster_edges`), applies the
-editors' cluster overrides (``not_duplicate``, ``same_article``, ``canonical``) by the same
-rule (``pipeline.cluster_rules``): the plain paths above wherever no override can matter, the
-whole component where one can (``pipeline.override_clusters``). An override change
+Every one of these paths (the Spark engine's reindex clusters with :meth:`cluster_all` too)
+applies the editors' cluster overrides (``not_duplicate``, ``same_article``, ``canonical``) by
+the same rule (``pipeline.cluster_rules``): the plain paths above wherever no override can
+matter, the whole component where one can (``pipeline.override_clusters``). An override change
 recomputes the component of the articles it names (:meth:`regroup`) and marks them changed
 (``recommend.overrides``), so a reindex running meanwhile catches them up like an edit.
 
@@ -64,11 +64,10 @@ from recengine.index.follower import Follower
 from recengine.index.neardup import NearDupIndex
 from recengine.index.passages import PassageIndex
 from recengine.pipeline.cluster_view import SqlClusterView
-from recengine.pipeline.clustering import Edge, Member
+from recengine.pipeline.clustering import Member
 from recengine.pipeline.judging import BlockTexts, PairJudge, Reading, TransactionJudging
 from recengine.pipeline.leader import relink
 from recengine.pipeline.override_clusters import (
-    constrained_rows,
     overridden,
     override_region,
     regroup,
@@ -84,7 +83,7 @@ from recengine.storage.clusters import (
 )
 from recengine.storage.db import transaction
 from recengine.storage.index_rows import SqlIndexRows, index_rows
-from recengine.storage.overrides import CLUSTER_KINDS, mark_changed, relations_of_kinds
+from recengine.storage.overrides import mark_changed
 from recengine.storage.state import begin_write, read_state
 
 WRITE_CHUNK = 1_000  # cluster rows per short write transaction (a reindex, before its switch)
@@ -226,15 +225,6 @@ class Deduplicator:
         members = self._leaders(lambda: transaction(factory), index, version)
         return self._write_version(factory, version, members)
 
-    def cluster_edges(
-        self, factory: sessionmaker[Session], version: int, edges: Sequence[Edge]
-    ) -> int:
-        """Clusters of ``version`` from verified ``edges`` (e.g. Spark's), replacing every row
-        of that version in short transactions; returns the rows written."""
-        with transaction(factory) as session:
-            members = self._assign(session, version, edges)
-        return self._write_version(factory, version, members)
-
     def save(self) -> None:
         """Write the index files (call after the transaction committed)."""
         for follower in self._followers():
@@ -286,12 +276,6 @@ class Deduplicator:
                 session, version, index, plain, TransactionJudging(self.judge, session, version)
             )
         return [_row(m) for m in members]
-
-    def _assign(self, session: Session, version: int, edges: Sequence[Edge]) -> list[MemberRow]:
-        """Rows from every verified edge of ``version`` (Spark's) under every cluster override."""
-        relations = relations_of_kinds(session=session, kinds=CLUSTER_KINDS)
-        judging = TransactionJudging(self.judge, session, version)
-        return [_row(m) for m in constrained_rows(session, edges, relations, judging)]
 
 
 @dataclass(frozen=True)

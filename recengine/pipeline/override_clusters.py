@@ -18,8 +18,7 @@ and the components an override can matter in are recomputed whole:
   its component's pairs, once per write that touches it (overrides are rare, and small).
 * **full recluster / reindex**: the plain leader pass for everything, then the components of
   the articles the overrides name recomputed the same way (their rows replace the plain ones).
-* **Spark**: its verified pairs are all the edges, so the whole graph is clustered under the
-  overrides at once (:func:`constrained_rows`); by locality the same rows as the local engine.
+* **Spark**: its reindex clusters on the driver by the full recluster above.
 * **an override change** recomputes the component of the articles it names (added or removed:
   the region of a removed override is gone, its old rows are reached through the stored rows).
 """

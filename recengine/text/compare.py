@@ -49,24 +49,6 @@ class Compared:
         """From a text without a separate title (the whole text is body)."""
         return compared("", text)
 
-    def to_bytes(self) -> bytes:
-        """Four little-endian uint64 (shingles, title shingles, body chars, passages), then
-        the three arrays: what the Spark engine ships between executors."""
-        head = np.array(
-            [len(self.shingles), len(self.title), self.body_chars, len(self.passages)], "<u8"
-        )
-        parts = (head, self.shingles, self.title, self.passages)
-        return b"".join(np.asarray(p, "<u8").tobytes() for p in parts)
-
-    @classmethod
-    def from_bytes(cls, blob: bytes) -> Compared:
-        """The inverse of :meth:`to_bytes`."""
-        values = np.frombuffer(blob, dtype="<u8").astype(np.uint64)
-        n, t, chars, p = (int(v) for v in values[:4])
-        if len(values) != 4 + n + t + p:
-            raise ValueError(f"corrupt Compared bytes: {len(values)} values for {n}+{t}+{p}")
-        return cls(values[4 : 4 + n], values[4 + n : 4 + n + t], chars, values[4 + n + t :])
-
 
 NOTHING = Compared(EMPTY, EMPTY, 0, np.zeros(0, dtype=np.uint64))
 

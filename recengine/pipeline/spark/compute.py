@@ -20,7 +20,6 @@ from recengine.pipeline.featurize import Featurizer, TextStats
 from recengine.pipeline.spark.source import Row3, worker_factory
 from recengine.storage.db import transaction
 from recengine.storage.features import replace_features
-from recengine.text.compare import article_passages
 
 _featurizers: dict[str, Featurizer] = {}
 _models: dict[str, IdfModel] = {}
@@ -41,22 +40,6 @@ def analyze_partition(blob: str, rows: Iterable[Row3]) -> Iterator[tuple[int, Te
     featurizer = worker_featurizer(blob)
     for article_id, title, content in rows:
         yield article_id, featurizer.analyze(title, content)
-
-
-def compared_partition(blob: str, rows: Iterable[Row3]) -> Iterator[tuple[int, bytes]]:
-    """``(id, Compared bytes)`` of each article, what the local engine's near-duplicate
-    decision compares of it (``Featurizer.compared``)."""
-    featurizer = worker_featurizer(blob)
-    for article_id, title, content in rows:
-        yield article_id, featurizer.compared(title, content).to_bytes()
-
-
-def passages_partition(blob: str, rows: Iterable[Row3]) -> Iterator[tuple[int, list[int]]]:
-    """``(id, passage hashes)`` of each article, what the local passage index holds of it
-    (``text.compare.article_passages``)."""
-    strip = worker_featurizer(blob).settings.features.strip_boilerplate
-    for article_id, title, content in rows:
-        yield article_id, article_passages(title, content, strip).tolist()
 
 
 def partition_df(stats: Iterable[tuple[int, TextStats]]) -> Iterator[tuple[str, int]]:

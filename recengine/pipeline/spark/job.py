@@ -6,13 +6,18 @@
    distributed document-frequency count -> the IDF model, saved under a new, inactive version;
 3. Spark: vectors and fingerprints per partition with the broadcast model, written back to SQL in
    bulk by the executors (many rows per INSERT, one transaction per ``spark.write_batch`` rows);
-   near-duplicate pairs by the exact permuted-block join, verified on the executors by the
-   local engine's criterion (``spark.neardup``);
 4. driver: features for live articles the input lacked, then the tail every engine shares
    (``pipeline.switch``): the catch-up of articles changed since the start, the new version's
-   local indexes, its clusters formed from Spark's pairs by the local engine's canonical rule
-   (``pipeline.clustering.assign``, :func:`spark_clusters`), all before the switch; then the
-   short switch and the published index files.
+   local indexes, its clusters by the local engine's own full recluster
+   (``dedup.Deduplicator.cluster_all``: the leader pass over the block tables, each article
+   verified against the canonicals in its reach, a clique of n copies costing about n
+   verifications), all before the switch; then the short switch and the published index files.
+
+The clusters are the local engine's by construction, whatever the input (an article changed
+while Spark ran, one the input lacked). Verifying every candidate pair on the executors, as
+earlier versions did, cost n^2 / 2 verifications on a clique of n templated pages and shipped
+every edge to the driver (issue 13); the driver's leader pass reads the texts it verifies from
+SQL, a block at a time.
 
 Interrupted (driver killed, Ctrl-C), it leaves the old state serving and unused rows of the new
 version, which the next reindex of either engine removes; run it again to finish.
@@ -21,7 +26,6 @@ version, which the next reindex of either engine removes; run it again to finish
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,16 +33,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import IdfModel
-from recengine.index.candidates import Candidates
-from recengine.pipeline.clustering import Edge
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer, model_params
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex_run import reindex_run
 from recengine.pipeline.spark import compute, source
-from recengine.pipeline.spark.neardup import verified_edges
 from recengine.pipeline.versions import (
     Progress,
     ReindexResult,
@@ -46,10 +46,9 @@ from recengine.pipeline.versions import (
     fill_missing,
     fit_params,
 )
-from recengine.storage.articles import ids_changed_between
 from recengine.storage.db import transaction
 from recengine.storage.features import save_model
-from recengine.storage.state import lock_writers, read_state
+from recengine.storage.state import read_state
 
 
 @dataclass(frozen=True)
@@ -96,18 +95,14 @@ def spark_reindex(
             start = read_state(session=session)
         run.jobs.clear()
         drop_stale_versions(factory, keep={start.active_model_version})
-        model, version, edges = _fit_and_write(
-            spark, factory, featurizer, url, source_input, start.seq
-        )
+        model, version = _fit_and_write(spark, factory, featurizer, url, source_input, start.seq)
         run.version = version
         filled = fill_missing(factory, run.pool, model, version, run.batch_size, run.jobs.path)
         caught_up = run.finish(
             model,
             version,
             start.seq,
-            clusters=lambda index, seq: spark_clusters(
-                factory, run.dedup, version, index, edges, (start.seq, seq), filled
-            ),
+            clusters=lambda index, _seq: run.dedup.cluster_all(factory, version, index),
         )
     reason = f"{len(filled)} articles missing from the input computed locally" if filled else ""
     return ReindexResult(version, model.n_docs, len(model.df), caught_up, reason=reason)
@@ -120,8 +115,8 @@ def _fit_and_write(
     url: str,
     source_input: SparkInput,
     start_seq: int,
-) -> tuple[IdfModel, int, list[Edge]]:
-    """Steps 2 and 3: model fitted and saved, features written, near-duplicates verified."""
+) -> tuple[IdfModel, int]:
+    """Steps 2 and 3: model fitted and saved, features written."""
     from pyspark import StorageLevel
 
     settings = featurizer.settings
@@ -154,48 +149,8 @@ def _fit_and_write(
         features = stats.mapPartitions(
             lambda part: compute.features_partition(blob, digest, shared, part)
         )
-        features.persist(StorageLevel.MEMORY_AND_DISK)
         features.mapPartitions(lambda part: compute.write_partition(url, version, size, part)).sum()
-        edges = verified_edges(
-            features,
-            lambda wanted: rows.filter(lambda r: r[0] in wanted.value).mapPartitions(
-                lambda part: compute.compared_partition(blob, part)
-            ),
-            NearDupCriterion.from_settings(settings),
-            partitions,
-            rows.mapPartitions(lambda part: compute.passages_partition(blob, part)),
-            settings.neardup.passage_stop_df,
-        )
-        features.unpersist()
         shared.destroy()
     finally:
         stats.unpersist()
-    return model, version, edges
-
-
-def spark_clusters(
-    factory: sessionmaker[Session],
-    dedup: Deduplicator,
-    version: int,
-    index: Candidates,
-    edges: Sequence[Edge],
-    changed_between: tuple[int, int],
-    filled: Sequence[int],
-) -> None:
-    """Clusters of the new version from Spark's verified pairs (before the switch).
-
-    Pairs touching an article changed while Spark ran (``changed_between``: from the job's
-    start to the position the index reflects), or one Spark did not see (``filled``), are left
-    out; ``dedup.update_version`` then recomputes exactly the components those articles are in,
-    with the local index of the new version, which gives what a full recluster gives.
-    """
-    after, upto = changed_between
-    with transaction(factory) as session:
-        moved = ids_changed_between(session=session, after_seq=after, upto_seq=upto)
-    changed = set(moved) | set(filled)
-    kept = [e for e in edges if e.a not in changed and e.b not in changed]
-    dedup.cluster_edges(factory, version, kept)
-    if changed:
-        with transaction(factory) as session:
-            lock_writers(session=session)  # it reads, then writes
-            dedup.update_version(session, sorted(changed), version, index)
+    return model, version
