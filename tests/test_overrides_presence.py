@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings
 from recengine.pipeline.featurize import Featurizer
 from recengine.recommend.curation import OverridePresence
+from recengine.recommend.related import RelatedArticles
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.state import read_state
 from tests.factories import javaguide_records
@@ -48,15 +49,23 @@ def override_statements(engine: Engine) -> list[str]:
     return seen
 
 
-def test_no_override_means_no_override_reads_and_one_added_elsewhere_holds_next_answer(
+@pytest.fixture
+def service(
     settings: Settings,
     factory: sessionmaker[Session],
     featurizer: Featurizer,
     corpus: list[dict[str, Any]],
+) -> RelatedArticles:
+    return loaded_service(settings, factory, featurizer, corpus)
+
+
+def test_no_override_means_no_override_reads_and_one_added_elsewhere_holds_next_answer(
+    service: RelatedArticles,
+    factory: sessionmaker[Session],
+    corpus: list[dict[str, Any]],
     other_node: sessionmaker[Session],
     override_statements: list[str],
 ) -> None:
-    service = loaded_service(settings, factory, featurizer, corpus)
     query = corpus[0]["id"]
     before = ask(service, factory, query, k=5, min_score=0)
     override_statements.clear()
@@ -73,14 +82,12 @@ def test_no_override_means_no_override_reads_and_one_added_elsewhere_holds_next_
 
 
 def test_the_last_override_removed_brings_the_fast_path_back(
-    settings: Settings,
+    service: RelatedArticles,
     factory: sessionmaker[Session],
-    featurizer: Featurizer,
     corpus: list[dict[str, Any]],
     other_node: sessionmaker[Session],
     override_statements: list[str],
 ) -> None:
-    service = loaded_service(settings, factory, featurizer, corpus)
     query = corpus[0]["id"]
     before = ask(service, factory, query, k=5, min_score=0)
     blocked = add(other_node, "block", query, ids(before)[1])
@@ -93,15 +100,13 @@ def test_the_last_override_removed_brings_the_fast_path_back(
 
 
 def test_an_override_is_honoured_from_the_check_that_sees_its_sequence(
-    settings: Settings,
+    service: RelatedArticles,
     factory: sessionmaker[Session],
-    featurizer: Featurizer,
     corpus: list[dict[str, Any]],
     other_node: sessionmaker[Session],
 ) -> None:
     """With change notifications the index skips its check until one arrives: the override
     waits for it like every other change (the documented delay), then holds."""
-    service = loaded_service(settings, factory, featurizer, corpus)
     query = corpus[0]["id"]
     top = ids(ask(service, factory, query, k=5, min_score=0))[0]
     follower = service.index.follower

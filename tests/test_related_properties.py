@@ -68,13 +68,16 @@ def articles(seed: int, n: int, n_clusters: int) -> tuple[Articles, Articles]:
     return everyone.take(range(1, n + 1)), everyone.take([0])
 
 
+CANDIDATE_SETS = {  # the random candidate lists of :func:`articles`
+    "seed": st.integers(0, 2**32 - 1),
+    "n": st.integers(0, 40),
+    "limit": st.integers(1, 15),
+    "n_clusters": st.integers(1, 6),
+}
+
+
 @settings(max_examples=200, deadline=None)
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n=st.integers(0, 40),
-    limit=st.integers(1, 15),
-    n_clusters=st.integers(1, 6),
-)
+@given(**CANDIDATE_SETS)
 def test_pick_keeps_no_duplicates(seed: int, n: int, limit: int, n_clusters: int) -> None:
     candidates, query = articles(seed, n, n_clusters)
     got = pick(candidates, query, DuplicateCriterion(JUDGE), limit)
@@ -117,12 +120,7 @@ def test_pick_keeps_no_duplicates(seed: int, n: int, limit: int, n_clusters: int
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n=st.integers(0, 40),
-    limit=st.integers(1, 15),
-    n_clusters=st.integers(1, 6),
-)
+@given(**CANDIDATE_SETS)
 def test_pick_skipping_pairs_that_cannot_be_duplicates_changes_nothing(
     seed: int, n: int, limit: int, n_clusters: int
 ) -> None:
