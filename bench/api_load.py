@@ -58,7 +58,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -298,6 +298,19 @@ def main() -> None:
     )
     parser.add_argument("--feedback-batch", type=int, default=5, help="events per beacon")
     parser.add_argument("--rounds", type=int, default=3, help="with --feedback-rate")
+    parser.add_argument(
+        "--feedback-keepalive",
+        type=int,
+        default=0,
+        help="beacons over this many kept-alive connections, as a browser's sendBeacon reuses"
+        " the widget's connection (0: a new connection per beacon)",
+    )
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="each round also sends the beacons to a sink instead (bench.feedback_mix.sink):"
+        " the generator's own share of the change",
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanups on kill
     RESULTS.mkdir(exist_ok=True)
@@ -338,6 +351,9 @@ def feedback_rounds(
 ) -> dict[str, Any]:
     """The related load alone and with feedback beside it, per server (see the docstring)."""
     common = {"keepalive": args.keepalive, "connections": args.connections}
+    beacon_common = common
+    if args.feedback_keepalive:
+        beacon_common = {"keepalive": True, "connections": args.feedback_keepalive}
     bodies = feedback_mix.beacons(ids, args.feedback_batch)
     beacons_rps = args.feedback_rate / args.feedback_batch
     with_limits = settings.model_copy(
@@ -347,7 +363,7 @@ def feedback_rounds(
             )
         }
     )
-    costs = feedback_mix.cpu_costs(create_app(with_limits), paths, bodies, 500)
+    costs = feedback_mix.cpu_costs(create_app(with_limits), paths, bodies, 500, 100)
     share = costs["beacon_cpu_ms"] * beacons_rps / 1e3
     print(
         f"in-process CPU per request, one at a time: related {costs['related_cpu_ms']:.2f} ms, "
@@ -359,10 +375,15 @@ def feedback_rounds(
     rows: dict[str, Any] = {"in-process": costs}
     for kind in args.servers:
         for workers in args.workers:
-            with server(settings, workers, args.threads, kind, feedback_mix.FEEDBACK_ENV) as base:
+            with (
+                server(settings, workers, args.threads, kind, feedback_mix.FEEDBACK_ENV) as base,
+                feedback_mix.Sink() if args.control else nullcontext(None) as sink,
+            ):
                 for rate in args.rate:
                     loadgen.run(base, paths, rate=rate, seconds=args.warmup, seed=1, **common)
-                    loadgen.run(base, bodies, rate=beacons_rps, seconds=args.warmup, **common)
+                    loadgen.run(
+                        base, bodies, rate=beacons_rps, seconds=args.warmup, **beacon_common
+                    )
                     found = feedback_mix.compare(
                         base,
                         paths,
@@ -373,6 +394,8 @@ def feedback_rounds(
                         args.seconds,
                         args.rounds,
                         SERVER_PIDS[base],
+                        beacon_common,
+                        sink,
                     )
                     name = f"{kind}, {workers}w, related {rate:.0f}/s"
                     rows[name] = found

@@ -13,10 +13,23 @@ costs it, a figure other sessions' load moves far less than a p99.
 All beacons come from one address here, where a site's come from many readers: the server is
 started with the per-client rate limit raised (``FEEDBACK_ENV``) so that the limiter measures
 its cost without refusing the stream.
+
+**The generator's share.** On a site the beacons come from readers' browsers; here their
+generator shares the 2 cores with the server, so "alone vs with feedback" charges the
+endpoint with the generator's CPU too. With ``control`` each round also runs the same beacon
+stream against a sink (:func:`sink`: a process that reads each request and answers a fixed
+200, the least a server can do): "alone vs control" is what sending beacons from this
+machine costs the related stream, "control vs with feedback" what the endpoint itself adds.
+The target is judged as written (alone vs with feedback); the control only explains it.
+
+**Connections.** A browser sends ``navigator.sendBeacon`` on the connection it already holds
+to the API (the widget fetched the list from it), so ``keepalive`` connections are what a
+site's beacons look like; a new connection per beacon (the default) is the upper bound.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import os
@@ -52,13 +65,14 @@ def beacons(ids: list[str], batch: int, count: int = 2_000, seed: int = 3) -> li
 
 
 def cpu_costs(
-    app: Any, related: list[str], feedback: list[loadgen.Target], n: int
+    app: Any, related: list[str], feedback: list[loadgen.Target], n: int, beacons: int
 ) -> dict[str, float]:
     """CPU milliseconds per request of this process (all its threads, the feedback commit
     thread included), through Flask's test client: what each kind costs, whatever the load of
     the machine (wall-clock latency on a shared machine measures the other sessions too).
     One request at a time, so each beacon is a group commit of its own (two transactions):
-    the upper bound of its cost; under traffic a commit carries many."""
+    the upper bound of its cost; under traffic a commit carries many. ``n`` related lists,
+    ``beacons`` beacons (each waits out the group-commit window: fewer)."""
     client = app.test_client()
     for path in related[:50]:
         client.get(path)  # warm: models and indexes loaded
@@ -68,11 +82,11 @@ def cpu_costs(
         client.get(path)
     out["related_cpu_ms"] = (time.process_time() - t0) / min(n, len(related)) * 1e3
     t0 = time.process_time()
-    for target in feedback[:n]:
+    for target in feedback[:beacons]:
         assert isinstance(target, tuple)
         answer = client.post(target[0], data=target[1], content_type="text/plain")
         assert answer.status_code == 200, answer.get_data(as_text=True)
-    out["beacon_cpu_ms"] = (time.process_time() - t0) / min(n, len(feedback)) * 1e3
+    out["beacon_cpu_ms"] = (time.process_time() - t0) / min(beacons, len(feedback)) * 1e3
     return out
 
 
@@ -85,16 +99,21 @@ def mixed(
     common: dict[str, Any],
     seconds: float,
     seed: int,
+    side_base: str | None = None,
+    side_common: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The related load and, beside it, the feedback load: both summaries.
 
-    The feedback stream runs in a process of its own (started first, both streams begin
-    together): in a thread of this one, its event loop took this interpreter's lock from
-    the related stream's and its own scheduling delays were counted as the server's latency.
+    The feedback stream goes to ``side_base`` (the server when None; a :func:`sink` for the
+    control) with ``side_common`` (``common`` when None). It runs in a process of its own
+    (started first, both streams begin together): in a thread of this one, its event loop
+    took this interpreter's lock from the related stream's and its own scheduling delays were
+    counted as the server's latency.
     """
     context = multiprocessing.get_context("spawn")
     ready, go, results = context.Event(), context.Event(), context.Queue()
-    args = (base, feedback, feedback_rps, common, seconds, seed + 1000, ready, go, results)
+    side = (side_base or base, feedback, feedback_rps, side_common or common, seconds)
+    args = (*side, seed + 1000, ready, go, results)
     side = context.Process(target=_side_stream, args=args, daemon=True)
     side.start()
     if not ready.wait(60):
@@ -135,28 +154,45 @@ def compare(
     seconds: float,
     rounds: int,
     server_pid: int,
+    feedback_common: dict[str, Any] | None = None,
+    control: str | None = None,
 ) -> dict[str, Any]:
-    """Alternating rounds; the medians of both conditions and the verdict.
+    """Alternating rounds; the medians of the conditions and the verdict.
 
     Beside the latencies, the CPU seconds the server's processes used in each round (from
     /proc): what the feedback stream costs the server, a figure the other sessions' load on
-    a shared machine moves much less than a p99.
+    a shared machine moves much less than a p99. ``feedback_common``: the beacon stream's
+    connection options (``common`` when None). ``control``: a :func:`sink`'s base URL, for a
+    third condition in every round (module docstring).
     """
-    alone, beside, streams, cpu_alone, cpu_beside = [], [], [], [], []
+    alone, beside, streams, cpu_alone, cpu_beside, controlled = [], [], [], [], [], []
     for n in range(rounds):
         used = cpu_seconds(server_pid)
         alone.append(
             loadgen.run(base, related, rate=rate, seconds=seconds, seed=10 + n, **common).summary()
         )
         cpu_alone.append(-used + (used := cpu_seconds(server_pid)))
-        main, side = mixed(base, related, feedback, rate, feedback_rps, common, seconds, 10 + n)
+        streams_of = (base, related, feedback, rate, feedback_rps, common, seconds, 10 + n)
+        if control is not None:
+            controlled.append(mixed(*streams_of, control, feedback_common)[0])
+            used = cpu_seconds(server_pid)
+        main, side = mixed(*streams_of, None, feedback_common)
         cpu_beside.append(cpu_seconds(server_pid) - used)
         beside.append(main)
         streams.append(side)
     p99_alone = statistics.median(r["ok_p99_ms"] for r in alone)
     p99_beside = statistics.median(r["ok_p99_ms"] for r in beside)
     change = p99_beside / p99_alone - 1 if p99_alone else 0.0
-    return {
+    if controlled:
+        p99_control = statistics.median(r["ok_p99_ms"] for r in controlled)
+        extra = {
+            "with_control": controlled,
+            "p99_with_control_ms": p99_control,
+            "p99_change_over_control": p99_beside / p99_control - 1 if p99_control else 0.0,
+        }
+    else:
+        extra = {}
+    return extra | {
         "alone": alone,
         "with_feedback": beside,
         "feedback": streams,
@@ -195,6 +231,13 @@ def describe(name: str, result: dict[str, Any], batch: int) -> str:
     beacon_ok = statistics.median(r["ok_rps"] for r in fb)
     failed = sum(r["errors"] for r in fb)
     shed = statistics.median(r["shed_share"] for r in fb)
+    control = ""
+    if "p99_with_control_ms" in result:
+        control = (
+            f"; with the beacons sent to a sink instead (control) "
+            f"{result['p99_with_control_ms']:.2f} ms: the endpoint's own change "
+            f"{result['p99_change_over_control']:+.1%}"
+        )
     return (
         f"{name}: related ok p99 {result['p99_alone_ms']:.2f} ms alone, "
         f"{result['p99_with_feedback_ms']:.2f} ms with feedback ({result['p99_change']:+.1%}; "
@@ -204,5 +247,62 @@ def describe(name: str, result: dict[str, Any], batch: int) -> str:
         f"p99 {statistics.median(r['ok_p99_ms'] for r in fb):.2f} ms, shed {shed:.1%}, "
         f"errors {failed}; server CPU per round {result['server_cpu_alone_s']:.1f} s alone, "
         f"{result['server_cpu_with_feedback_s']:.1f} s with feedback: "
-        f"{result['server_cpu_ms_per_beacon']:.2f} ms per beacon"
+        f"{result['server_cpu_ms_per_beacon']:.2f} ms per beacon{control}"
     )
+
+
+BODY = b'{"counted": 5}'
+ANSWER = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    + f"Content-Length: {len(BODY)}\r\nX-Recengine-Worker: sink\r\n\r\n".encode()
+    + BODY
+)
+CLOSING = ANSWER.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n", 1)
+
+
+def sink(ready: Any) -> None:
+    """A process that answers every request with :data:`ANSWER` (keeping the connection
+    while the client does): the cheapest server a beacon stream can meet. Puts its base URL
+    on ``ready`` and serves until killed."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                lines = head.lower().split(b"\r\n")
+                length = next(
+                    (int(x.split(b":", 1)[1]) for x in lines if x.startswith(b"content-length:")),
+                    0,
+                )
+                await reader.readexactly(length)
+                close = b"connection: close" in lines
+                writer.write(CLOSING if close else ANSWER)
+                await writer.drain()
+                if close:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        writer.close()
+
+    async def serve() -> None:
+        server = await asyncio.start_server(answer, "127.0.0.1", 0, backlog=1024)
+        port = server.sockets[0].getsockname()[1]
+        ready.put(f"http://127.0.0.1:{port}")
+        await server.serve_forever()
+
+    asyncio.run(serve())
+
+
+class Sink:
+    """:func:`sink` in a process of its own, for a ``with`` block: yields its base URL."""
+
+    def __enter__(self) -> str:
+        context = multiprocessing.get_context("spawn")
+        ready = context.Queue()
+        self.process = context.Process(target=sink, args=(ready,), daemon=True)
+        self.process.start()
+        base: str = ready.get(timeout=60)
+        return base
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.kill()
+        self.process.join()

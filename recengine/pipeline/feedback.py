@@ -147,6 +147,7 @@ class FeedbackCounter:
         with self._lock:
             if self._pending + len(events) > self.settings.max_pending:
                 raise Overloaded("too many feedback events are waiting: try again shortly")
+            first = not self._queued
             self._queued.append(request)
             self._pending += len(events)
             if self._thread is None:
@@ -154,7 +155,8 @@ class FeedbackCounter:
                     target=self._run, name="recengine-feedback", daemon=True
                 )
                 self._thread.start()
-            self._lock.notify()
+            if first:  # the thread waits for a first request; within a window it waits it out
+                self._lock.notify()
         return request.done
 
     def close(self) -> None:
