@@ -243,6 +243,10 @@ class WebSettings(_Section):
     body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
     keepalive_seconds: int = Field(default=5, ge=0, le=3600)
     queue_timeout_seconds: float = Field(default=0.25, gt=0, le=3600)
+    # the queue's controlled delay (web.slots): past `interval` of a standing queue a request
+    # waits at most `target`; 0 turns it off (a fixed budget, first come first served)
+    queue_target_seconds: float = Field(default=0.01, ge=0, le=3600)
+    queue_interval_seconds: float = Field(default=0.1, gt=0, le=3600)
     public_reads: bool = True
     cors_origins: tuple[str, ...] = ()
     max_body_bytes: int = Field(default=16_000_000, ge=1_000)

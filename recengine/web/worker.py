@@ -12,8 +12,9 @@ main loop, which a thread stuck in a 90 s request does not stop, so nothing was 
   (:mod:`recengine.web.front`: ``web.header_timeout_seconds``, ``web.body_timeout_seconds``,
   408 past them); only a complete request goes to one of ``threads`` threads
   (:mod:`recengine.web.dispatch`), and the loop writes the answer back;
-* a request waits for a thread at most ``web.queue_timeout_seconds``, else 503 ``overloaded``
-  with ``Retry-After`` (:mod:`recengine.web.slots`); health checks skip the queue;
+* a request waits for a thread at most ``web.queue_timeout_seconds`` (``queue_target_seconds``
+  while the queue stands), else 503 ``overloaded`` with ``Retry-After``
+  (:mod:`recengine.web.slots`); health checks skip the queue;
 * a request still running after ``timeout`` (``web.timeout_seconds``) is answered 503
   ``timeout``; it can commit nothing after its deadline (:mod:`recengine.web.deadline`), and
   the worker, which cannot stop a Python thread, finishes its other requests and exits for
@@ -126,7 +127,13 @@ class Worker(base.Worker):  # type: ignore[misc]
             max_head=MAX_HEAD_BYTES,
             max_body=web.max_body_bytes,
         )
-        self.slots = Slots(self.cfg.threads, web.queue_timeout_seconds)
+        codel = web.queue_target_seconds > 0
+        self.slots = Slots(
+            self.cfg.threads,
+            web.queue_timeout_seconds,
+            web.queue_target_seconds if codel else None,
+            web.queue_interval_seconds if codel else None,
+        )
         self.beacons = beacon_answerer(self.wsgi)  # feedback: answered here, not on a thread
         self.pool = _Pool(self.cfg.threads)
         self.connections = 0

@@ -69,3 +69,82 @@ def test_only_a_few_priority_requests_jump_the_queue() -> None:
         return await asyncio.gather(*flood)
 
     assert asyncio.run(scenario()) == [True, False, False]
+
+
+def test_a_standing_queue_refuses_the_old_waiters_and_serves_the_newest_first() -> None:
+    """CoDel with adaptive LIFO: once the queue has not been empty for `interval`, a release
+    refuses those waiting past `target` and gives the slot to the newest."""
+    now = [0.0]
+
+    async def scenario() -> list[tuple[str, bool]]:
+        slots = Slots(1, budget=30, target=0.05, interval=0.1, clock=lambda: now[0])
+        assert await slots.acquire()
+        order: list[tuple[str, bool]] = []
+
+        async def request(name: str) -> None:
+            order.append((name, await slots.acquire()))
+
+        old = asyncio.create_task(request("old"))
+        await asyncio.sleep(0)
+        now[0] = 0.2  # the queue has stood for 0.2 s
+        assert slots.standing(now[0])
+        middle = asyncio.create_task(request("middle"))
+        newest = asyncio.create_task(request("newest"))
+        await asyncio.sleep(0)
+        slots.release()  # old is past the target: refused; the newest served
+        await asyncio.sleep(0)
+        slots.release()  # then the middle one (it waited 0 s)
+        await asyncio.gather(old, middle, newest)
+        slots.release()  # the middle one's
+        assert slots.free == 1 and slots.shed == 1
+        return order
+
+    assert asyncio.run(scenario()) == [("old", False), ("newest", True), ("middle", True)]
+
+
+def test_while_the_queue_stands_a_new_request_waits_the_target_not_the_budget() -> None:
+    async def scenario() -> tuple[bool, bool, bool]:
+        slots = Slots(1, budget=30, target=0.05, interval=0.1)
+        assert await slots.acquire()
+        first = asyncio.create_task(slots.acquire())
+        await asyncio.sleep(0.15)  # standing: never empty for 0.1 s
+        late = asyncio.create_task(slots.acquire())
+        await asyncio.sleep(0.1)  # past the target: the late one was refused
+        refused = late.done() and not late.result()
+        slots.release()  # the first waited past the target: refused at once, not at 30 s
+        served = await first
+        return refused, served, slots.free == 1
+
+    assert asyncio.run(scenario()) == (True, False, True)
+
+
+def test_a_queue_that_empties_keeps_the_full_budget_and_arrival_order() -> None:
+    now = [0.0]
+
+    async def scenario() -> list[str]:
+        slots = Slots(1, budget=30, target=0.05, interval=0.1, clock=lambda: now[0])
+        order: list[str] = []
+        for burst in range(3):  # bursts 1 s apart: the queue empties between them
+            now[0] = float(burst)
+            assert await slots.acquire()
+            tasks = []
+            for _ in range(3):
+                tasks.append(asyncio.create_task(slots.acquire()))
+                await asyncio.sleep(0)
+            now[0] += 0.09  # under the interval
+            for n, task in enumerate(tasks):
+                slots.release()
+                assert await task
+                order.append(f"{burst}.{n}")
+            slots.release()
+        assert slots.shed == 0 and slots.free == 1
+        return order
+
+    assert asyncio.run(scenario()) == [f"{b}.{n}" for b in range(3) for n in range(3)]
+
+
+def test_codel_needs_both_target_and_interval() -> None:
+    with pytest.raises(ValueError, match="target and interval"):
+        Slots(1, 1.0, target=0.01)
+    with pytest.raises(ValueError, match="target and interval"):
+        Slots(1, 1.0, target=0.0, interval=0.1)
