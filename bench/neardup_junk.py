@@ -18,30 +18,16 @@ Usage::
 from __future__ import annotations
 
 import os
-from collections import defaultdict
 
 from bench.corpus import inews_docs
+from bench.neardup_quality import passage_pairs
 from recengine.config import load_settings
 from recengine.features.neardup import NearDupCriterion, overlap
 from recengine.features.tfidf import EMPTY_VECTOR
 from recengine.pipeline.featurize import Featurizer
-from recengine.text.compare import Compared
+from recengine.text.compare import article_passages
 
 LIMITS = (20, 50, 100, 200, 400)
-
-
-def candidate_pairs(texts: list[Compared], stop_df: int) -> set[tuple[int, int]]:
-    postings: dict[int, list[int]] = defaultdict(list)
-    for i, t in enumerate(texts):
-        for h in t.passages.tolist():
-            postings[h].append(i)
-    return {
-        (a, b)
-        for ids in postings.values()
-        if len(ids) <= stop_df
-        for x, a in enumerate(ids)
-        for b in ids[x + 1 :]
-    }
 
 
 def main() -> None:
@@ -49,6 +35,8 @@ def main() -> None:
     docs = inews_docs()
     featurizer = Featurizer(settings)
     texts = [featurizer.compared(d.title, d.content) for d in docs]
+    strip = settings.features.strip_boilerplate
+    held = [article_passages(d.title, d.content, strip) for d in docs]
     short = sum(t.body_chars < 100 for t in texts)
     print(
         f"{len(docs)} inews records, {short} ({short / len(docs):.1%}) with a body under 100 "
@@ -59,7 +47,7 @@ def main() -> None:
     params[5] = 0  # min_body_chars: no junk rule
     without = NearDupCriterion(*params)  # type: ignore[arg-type]
     rows = []
-    for a, b in sorted(candidate_pairs(texts, settings.neardup.passage_stop_df)):
+    for a, b in sorted(passage_pairs(held, settings.neardup.passage_stop_df)):
         x, y = texts[a], texts[b]
         with_rule = shipped.judge(0, EMPTY_VECTOR, 0, EMPTY_VECTOR, x, y).duplicate
         if not without.judge(0, EMPTY_VECTOR, 0, EMPTY_VECTOR, x, y).duplicate:

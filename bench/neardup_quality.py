@@ -35,7 +35,7 @@ import argparse
 import hashlib
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -50,7 +50,8 @@ from recengine.features.tfidf import SparseVector, TfidfVectorizer, fit_idf
 from recengine.index.neardup import NearDupIndex
 from recengine.pipeline.clustering import assign, rank_key, verify_pairs
 from recengine.pipeline.featurize import Featurizer, text_of
-from recengine.text.compare import Compared
+from recengine.text.compare import Compared, article_passages
+from recengine.text.passages import Passages
 from recengine.text.shingles import shingles
 
 Pairs = set[tuple[int, int]]
@@ -179,12 +180,13 @@ def timed(label: str, fn: Callable[[], object]) -> object:
     return out
 
 
-def passage_pairs(texts: list[Compared], stop_df: int) -> Pairs:
-    """Pairs of texts sharing a passage hash held by at most ``stop_df`` texts (the passage
-    index's candidate rule, by brute force)."""
+def passage_pairs(passages: Sequence[Passages], stop_df: int) -> Pairs:
+    """Pairs of texts (by position) sharing a passage hash held by at most ``stop_df`` texts
+    (the passage index's candidate rule, by brute force); ``passages``: each text's
+    ``text.compare.article_passages``."""
     postings: dict[int, list[int]] = defaultdict(list)
-    for i, t in enumerate(texts):
-        for h in t.passages.tolist():
+    for i, held in enumerate(passages):
+        for h in held.tolist():
             postings[h].append(i)
     out: Pairs = set()
     for ids in postings.values():
@@ -225,11 +227,13 @@ def new_rows(
     fps: np.ndarray,
     vecs: list[SparseVector],
     texts: list[Compared],
+    held: list[Passages],
     settings: Settings,
 ) -> None:
-    """Simhash within k and/or shared passages, then the containment-aware verification."""
+    """Simhash within k and/or shared passages (``held``: each text's), then the
+    containment-aware verification."""
     a12, b12, dist = sim
-    passages = passage_pairs(texts, settings.neardup.passage_stop_df)
+    passages = passage_pairs(held, settings.neardup.passage_stop_df)
     criterion = NearDupCriterion.from_settings(settings)
     for k in (3, 8):
         near = as_set(a12[dist <= k], b12[dist <= k])
@@ -269,6 +273,8 @@ def main() -> None:
     scorer.score("original: top-20 tf-idf simhash, k=3", as_set(a, b))
     stripped = [text_of(d.title, d.content, True) for d in corpus.docs]
     texts = [featurizer.compared(d.title, d.content) for d in corpus.docs]
+    strip = settings.features.strip_boilerplate
+    held = [article_passages(d.title, d.content, strip) for d in corpus.docs]
     counts = [featurizer.count(t).counts for t in stripped]
     model = fit_idf(counts)
     vectors = TfidfVectorizer(model, settings.features.vector_max_terms, hasher=hasher)
@@ -278,7 +284,7 @@ def main() -> None:
     sel = sim[2] <= 8
     before = verified(sim[0][sel], sim[1][sel], fps, vecs, old_default(8), texts)
     scorer.score("default before issue 12: k=8, resemblance >= 0.5", before)
-    new_rows(scorer, sim, fps, vecs, texts, settings)
+    new_rows(scorer, sim, fps, vecs, texts, held, settings)
     timed("minhash", lambda: minhash_runs(stripped, scorer))
     longest_sentences(stripped, scorer)
     scorer.print()

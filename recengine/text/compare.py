@@ -8,8 +8,11 @@ stripped: ``pipeline.featurize.text_of`` does both) and returns
   containment are computed on;
 * ``title``: the title's shingles alone, and ``body_chars``: how many word characters the body
   has left: the junk rule of :mod:`recengine.features.neardup` needs them (a page whose body is
-  near-empty or site chrome is only the same article as a page with the same title);
-* ``passages``: the candidate hashes of the same text (:mod:`recengine.text.passages`).
+  near-empty or site chrome is only the same article as a page with the same title).
+
+The candidate hashes of the same text (:mod:`recengine.text.passages`) are not part of it: no
+decision reads them, and they cost a third of ``compared`` (computed for every article a
+verification loads); :func:`article_passages` computes them for the passage index.
 
 Everything here depends on the text only (no corpus statistics), so every process, the
 ingest, the reindex workers and the Spark executors compute the same values.
@@ -36,13 +39,11 @@ class Compared:
         shingles: ``uint64 (n,)`` sorted distinct shingle hashes of title + unquoted body.
         title: ``uint64 (t,)`` shingle hashes of the title.
         body_chars: word characters of the unquoted body.
-        passages: ``uint64 (<= 8,)`` passage hashes of title + unquoted body.
     """
 
     shingles: Shingles
     title: Shingles
     body_chars: int
-    passages: Passages
 
     @classmethod
     def of_text(cls, text: str) -> Compared:
@@ -50,7 +51,7 @@ class Compared:
         return compared("", text)
 
 
-NOTHING = Compared(EMPTY, EMPTY, 0, np.zeros(0, dtype=np.uint64))
+NOTHING = Compared(EMPTY, EMPTY, 0)
 
 
 def _word_points(title: str, body: str) -> tuple[Points, Points]:
@@ -74,7 +75,6 @@ def compared(title: str, body: str) -> Compared:
         shingles=shingles_of(both),
         title=shingles_of(heading),
         body_chars=len(words),
-        passages=passages_of(both),
     )
 
 
@@ -86,8 +86,8 @@ def clean_parts(title: str, content: str, strip: bool = True) -> tuple[str, str]
 
 
 def article_passages(title: str, content: str, strip: bool = True) -> Passages:
-    """``compared(*clean_parts(title, content, strip)).passages`` without the shingles the
-    decision needs: what the passage index stores of an article (built from SQL)."""
+    """The passage hashes (``uint64 (<= 8,)``) of the text :func:`compared` sees (title +
+    unquoted body of :func:`clean_parts`): what the passage index stores of an article."""
     return clean_passages(*clean_parts(title, content, strip))
 
 
