@@ -384,19 +384,10 @@ def feedback_rounds(
                     loadgen.run(
                         base, bodies, rate=beacons_rps, seconds=args.warmup, **beacon_common
                     )
-                    found = feedback_mix.compare(
-                        base,
-                        paths,
-                        bodies,
-                        rate,
-                        beacons_rps,
-                        common,
-                        args.seconds,
-                        args.rounds,
-                        SERVER_PIDS[base],
-                        beacon_common,
-                        sink,
+                    streams = feedback_mix.Streams(
+                        base, paths, bodies, rate, beacons_rps, args.seconds, common, beacon_common
                     )
+                    found = feedback_mix.compare(streams, args.rounds, SERVER_PIDS[base], sink)
                     name = f"{kind}, {workers}w, related {rate:.0f}/s"
                     rows[name] = found
                     print(feedback_mix.describe(name, found, args.feedback_batch), flush=True)

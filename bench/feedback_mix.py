@@ -36,6 +36,7 @@ import os
 import random
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -90,38 +91,50 @@ def cpu_costs(
     return out
 
 
+@dataclass(frozen=True)
+class Streams:
+    """The two open-loop streams of a round: the related load (``related`` paths at ``rate``)
+    and the beacons (``feedback`` bodies at ``feedback_rps``), ``seconds`` long, to ``base``.
+    ``common`` / ``feedback_common``: each stream's connection options (``loadgen.run``)."""
+
+    base: str
+    related: list[str]
+    feedback: list[loadgen.Target]
+    rate: float
+    feedback_rps: float
+    seconds: float
+    common: dict[str, Any]
+    feedback_common: dict[str, Any]
+
+    def related_alone(self, seed: int) -> dict[str, Any]:
+        return loadgen.run(
+            self.base, self.related, rate=self.rate, seconds=self.seconds, seed=seed, **self.common
+        ).summary()
+
+
 def mixed(
-    base: str,
-    related: list[str],
-    feedback: list[loadgen.Target],
-    rate: float,
-    feedback_rps: float,
-    common: dict[str, Any],
-    seconds: float,
-    seed: int,
-    side_base: str | None = None,
-    side_common: dict[str, Any] | None = None,
+    streams: Streams, seed: int, side_base: str | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The related load and, beside it, the feedback load: both summaries.
 
     The feedback stream goes to ``side_base`` (the server when None; a :func:`sink` for the
-    control) with ``side_common`` (``common`` when None). It runs in a process of its own
-    (started first, both streams begin together): in a thread of this one, its event loop
-    took this interpreter's lock from the related stream's and its own scheduling delays were
-    counted as the server's latency.
+    control). It runs in a process of its own (started first, both streams begin together):
+    in a thread of this one, its event loop took this interpreter's lock from the related
+    stream's and its own scheduling delays were counted as the server's latency.
     """
     context = multiprocessing.get_context("spawn")
     ready, go, results = context.Event(), context.Event(), context.Queue()
-    side = (side_base or base, feedback, feedback_rps, side_common or common, seconds)
-    args = (*side, seed + 1000, ready, go, results)
+    s = streams
+    beacons = (side_base or s.base, s.feedback, s.feedback_rps, s.feedback_common, s.seconds)
+    args = (*beacons, seed + 1000, ready, go, results)
     side = context.Process(target=_side_stream, args=args, daemon=True)
     side.start()
     if not ready.wait(60):
         side.kill()
         raise RuntimeError("the feedback stream's process did not start")
     go.set()
-    main = loadgen.run(base, related, rate=rate, seconds=seconds, seed=seed, **common).summary()
-    found: dict[str, Any] = results.get(timeout=seconds + 120)
+    main = streams.related_alone(seed)
+    found: dict[str, Any] = results.get(timeout=s.seconds + 120)
     side.join()
     return main, found
 
@@ -145,44 +158,31 @@ def _side_stream(
 
 
 def compare(
-    base: str,
-    related: list[str],
-    feedback: list[loadgen.Target],
-    rate: float,
-    feedback_rps: float,
-    common: dict[str, Any],
-    seconds: float,
-    rounds: int,
-    server_pid: int,
-    feedback_common: dict[str, Any] | None = None,
-    control: str | None = None,
+    streams: Streams, rounds: int, server_pid: int, control: str | None = None
 ) -> dict[str, Any]:
     """Alternating rounds; the medians of the conditions and the verdict.
 
     Beside the latencies, the CPU seconds the server's processes used in each round (from
     /proc): what the feedback stream costs the server, a figure the other sessions' load on
-    a shared machine moves much less than a p99. ``feedback_common``: the beacon stream's
-    connection options (``common`` when None). ``control``: a :func:`sink`'s base URL, for a
-    third condition in every round (module docstring).
+    a shared machine moves much less than a p99. ``control``: a :func:`sink`'s base URL, for
+    a third condition in every round (module docstring).
     """
-    alone, beside, streams, cpu_alone, cpu_beside, controlled = [], [], [], [], [], []
+    alone, beside, beacons, cpu_alone, cpu_beside, controlled = [], [], [], [], [], []
     for n in range(rounds):
         used = cpu_seconds(server_pid)
-        alone.append(
-            loadgen.run(base, related, rate=rate, seconds=seconds, seed=10 + n, **common).summary()
-        )
+        alone.append(streams.related_alone(10 + n))
         cpu_alone.append(-used + (used := cpu_seconds(server_pid)))
-        streams_of = (base, related, feedback, rate, feedback_rps, common, seconds, 10 + n)
         if control is not None:
-            controlled.append(mixed(*streams_of, control, feedback_common)[0])
+            controlled.append(mixed(streams, 10 + n, control)[0])
             used = cpu_seconds(server_pid)
-        main, side = mixed(*streams_of, None, feedback_common)
+        main, side = mixed(streams, 10 + n)
         cpu_beside.append(cpu_seconds(server_pid) - used)
         beside.append(main)
-        streams.append(side)
+        beacons.append(side)
     p99_alone = statistics.median(r["ok_p99_ms"] for r in alone)
     p99_beside = statistics.median(r["ok_p99_ms"] for r in beside)
     change = p99_beside / p99_alone - 1 if p99_alone else 0.0
+    extra: dict[str, Any] = {}
     if controlled:
         p99_control = statistics.median(r["ok_p99_ms"] for r in controlled)
         extra = {
@@ -190,12 +190,10 @@ def compare(
             "p99_with_control_ms": p99_control,
             "p99_change_over_control": p99_beside / p99_control - 1 if p99_control else 0.0,
         }
-    else:
-        extra = {}
     return extra | {
         "alone": alone,
         "with_feedback": beside,
-        "feedback": streams,
+        "feedback": beacons,
         "p99_alone_ms": p99_alone,
         "p99_with_feedback_ms": p99_beside,
         "p50_alone_ms": statistics.median(r["p50_ms"] for r in alone),
@@ -205,7 +203,7 @@ def compare(
         "server_cpu_alone_s": statistics.median(cpu_alone),
         "server_cpu_with_feedback_s": statistics.median(cpu_beside),
         "server_cpu_ms_per_beacon": (statistics.median(cpu_beside) - statistics.median(cpu_alone))
-        / (feedback_rps * seconds)
+        / (streams.feedback_rps * streams.seconds)
         * 1e3,
     }
 
