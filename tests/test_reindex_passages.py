@@ -20,6 +20,7 @@ from recengine.index.follower import Follower
 from recengine.index.passages import PassageIndex
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex import reindex
 from recengine.storage.index_rows import index_rows
 from recengine.text.compare import article_passages
@@ -156,3 +157,34 @@ def test_a_seed_that_does_not_fit_sql_is_rebuilt(
         assert (follower.stats.seeded, follower.stats.rebuilds) == ((1, 0) if fits else (0, 1))
         for x, y in zip(held.index.arrays(), (ids, hashes, counts), strict=True):
             assert np.array_equal(x, y)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_ingest_hands_the_passages_it_computed_to_the_index(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    data_dir: Path,
+    cleaned: list[int],
+    workers: int,
+) -> None:
+    """With a model, an ingest computes each text's passages beside its tokens (in the pool's
+    workers too) and its process's passage index takes them: no text is cleaned again for it,
+    and the index equals the one built from SQL; an edited text gets its own."""
+    small = settings.model_copy(
+        update={"ingest": settings.ingest.model_copy(update={"parallel_min_batch": 8})}
+    )
+    featurizer = Featurizer(small)
+    records = real_corpus(data_dir)
+    Ingester(factory, featurizer).ingest_records(records[:20])
+    reindex(factory=factory, featurizer=featurizer)
+    with AnalysisPool(small, workers=workers, featurizer=featurizer) as pool:
+        ingester = Ingester(factory, featurizer, pool=pool)
+        cleaned[0] = 0
+        ingester.ingest_records(records[20:])
+        edited = {**records[0], "content": records[1]["content"] + "\n\n补上的一段。"}
+        ingester.ingest_records([edited])
+        assert cleaned[0] == 0
+        with index_rows(factory) as rows:
+            held = ingester.dedup.passages.sync(rows)
+    assert held is not None and len(held.index) == len(records)
+    assert_same(held.index, from_sql(settings, factory))

@@ -57,7 +57,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
 from recengine.derived.neardup import canonical_follower, neardup_follower
-from recengine.derived.passages import passage_follower
+from recengine.derived.passages import PassageKind, passage_follower
 from recengine.features.neardup import NearDupCriterion
 from recengine.index.candidates import Candidates
 from recengine.index.follower import Follower
@@ -85,6 +85,7 @@ from recengine.storage.db import transaction
 from recengine.storage.index_rows import SqlIndexRows, index_rows
 from recengine.storage.overrides import mark_changed
 from recengine.storage.state import begin_write, read_state
+from recengine.text.passages import Passages
 
 WRITE_CHUNK = 1_000  # cluster rows per short write transaction (a reindex, before its switch)
 
@@ -129,6 +130,13 @@ class Deduplicator:
         self.prepare(factory)
         with self.pending():
             yield
+
+    def hint_passages(self, items: Sequence[tuple[str, str]], passages: Sequence[Passages]) -> None:
+        """The passages of ``(title, content)`` texts an ingest is about to write, computed
+        beside their tokens (``derived.passages.PassageKind.hint``)."""
+        kind = self.passages.kind
+        if isinstance(kind, PassageKind):
+            kind.hint(items, passages)
 
     def prepare(self, factory: sessionmaker[Session]) -> None:
         """Bring the indexes up to date in a read transaction of their own: call before a write

@@ -48,6 +48,7 @@ from recengine.storage.articles import (
 from recengine.storage.db import transaction
 from recengine.storage.features import replace_features
 from recengine.storage.state import begin_write, read_state
+from recengine.text.passages import Passages
 
 
 class Ingester:
@@ -165,10 +166,18 @@ class Ingester:
             hashed = Analyzed(digests, TermCounts.empty_rows(len(todo)))
             return _Prepared(latest, hashes, lambda: _Counted(todo, hashed, counted=False))
         if len(todo) < self.settings.ingest.parallel_min_batch:
-            analyzed = self.featurizer.analyze_many(items)
-            return _Prepared(latest, hashes, lambda: _Counted(todo, analyzed))
-        result = self.pool.analyze_async(items)
-        return _Prepared(latest, hashes, lambda: _Counted(todo, result()))
+            result = _ready(self.featurizer.analyze_passages(items))
+        else:
+            result = self.pool.analyze_async(items)
+        return _Prepared(latest, hashes, lambda: _Counted(todo, self._hinted(items, *result())))
+
+    def _hinted(
+        self, items: list[tuple[str, str]], analyzed: Analyzed, passages: list[Passages]
+    ) -> Analyzed:
+        """``analyzed``, the passages computed beside it handed to the passage index (which
+        then need not clean these texts again when it applies their rows)."""
+        self.dedup.hint_passages(items, passages)
+        return analyzed
 
     def _commit(self, prepared: _Prepared, summary: IngestSummary) -> None:
         counted = prepared.counted()
@@ -274,6 +283,10 @@ class _Prepared:
     latest: dict[str, ArticleRecord]
     hashes: dict[str, str]
     counted: Callable[[], _Counted]
+
+
+def _ready(done: tuple[Analyzed, list[Passages]]) -> Callable[[], tuple[Analyzed, list[Passages]]]:
+    return lambda: done
 
 
 def _changed(old: ExistingArticle | None, record_hash: str) -> bool:
