@@ -63,6 +63,14 @@ def reference(
     ids: list[int], fps: dict[int, int], ranks: dict[int, Rank], k: int, extra: set, judge: Judge
 ) -> list[Member]:
     """Every pair within ``k`` (brute force) or in ``extra``, verified, then ``assign``."""
+    edges = [judge.edge(a, b) for a, b in candidate_pairs(ids, fps, k, extra) if judge.ok(a, b)]
+    return assign({i: ranks[i] for e in edges for i in (e.a, e.b)}, edges)
+
+
+def candidate_pairs(
+    ids: list[int], fps: dict[int, int], k: int, extra: set
+) -> list[tuple[int, int]]:
+    """Every pair within ``k`` (brute force) or in ``extra``, sorted, smaller id first."""
     arr = np.array([fps[i] for i in ids], dtype=np.uint64)
     idx = np.array(ids, dtype=np.int64)
     pairs = set(extra)
@@ -70,8 +78,7 @@ def reference(
         near = np.flatnonzero(np.bitwise_count(arr[row + 1 :] ^ arr[row]) <= k) + row + 1
         a = int(idx[row])
         pairs |= {(min(a, int(b)), max(a, int(b))) for b in idx[near].tolist()}
-    edges = [judge.edge(a, b) for a, b in sorted(pairs) if judge.ok(a, b)]
-    return assign({i: ranks[i] for e in edges for i in (e.a, e.b)}, edges)
+    return sorted(pairs)
 
 
 def blocks(

@@ -67,12 +67,9 @@ from recengine.pipeline.cluster_view import SqlClusterView
 from recengine.pipeline.clustering import Member
 from recengine.pipeline.judging import BlockTexts, PairJudge, Reading, TransactionJudging
 from recengine.pipeline.leader import relink
-from recengine.pipeline.override_clusters import (
-    overridden,
-    override_region,
-    regroup,
-)
+from recengine.pipeline.override_clusters import cluster_rules, override_region, regroup
 from recengine.pipeline.rank_blocks import leader_blocks, rank_order
+from recengine.pipeline.ruled_pass import ruled_leader_blocks
 from recengine.storage.clusters import (
     MemberRow,
     delete_version,
@@ -278,10 +275,22 @@ class Deduplicator:
             )
         block = BlockTexts(self.judge, reading, version)
         extra = index.passage_pairs()
-        plain = leader_blocks(ids, fps, index.radius.k, extra, block.verify, block.prefetch)
         with reading() as session:
-            members = overridden(
-                session, version, index, plain, TransactionJudging(self.judge, session, version)
+            judging = TransactionJudging(self.judge, session, version)
+            rules = cluster_rules(session, judging, lambda named: named[np.isin(named, ids)])
+        if rules.empty:
+            members = leader_blocks(ids, fps, index.radius.k, extra, block.verify, block.prefetch)
+        else:
+            members = ruled_leader_blocks(
+                ids,
+                fps,
+                index.radius.k,
+                extra,
+                rules,
+                index,
+                block.verify,
+                block.measure,
+                block.prefetch,
             )
         return [_row(m) for m in members]
 

@@ -134,3 +134,10 @@ class BlockTexts:
         # Both are in the block's prefetch (leader_blocks's contract); one without features
         # under the version is no duplicate.
         return self.judge.edge(article_id, canonical_id, self.loaded)
+
+    def measure(self, a: int, b: int) -> tuple[int, float]:
+        """Distance and score of two prefetched articles (a member row without an edge)."""
+        v = self.judge.verdict(a, b, self.loaded)
+        if v is None:
+            raise ValueError(f"no features for {a} or {b}")
+        return v.distance, v.score

@@ -16,23 +16,26 @@ and the components an override can matter in are recomputed whole:
   the component of the changed articles is recomputed (:func:`component`, every candidate
   pair in it verified) and clustered under the overrides: the cost of an override region is
   its component's pairs, once per write that touches it (overrides are rare, and small).
-* **full recluster / reindex**: the plain leader pass for everything, then the components of
-  the articles the overrides name recomputed the same way (their rows replace the plain ones).
-* **Spark**: its reindex clusters on the driver by the full recluster above.
+* **full recluster / reindex** (and Spark's, which clusters on the driver the same way): the
+  plain leader pass in rank blocks driven by the rules (``pipeline.ruled_pass``, with the
+  rules of :func:`cluster_rules`): one verification per article against the canonicals in
+  its reach, never the pairs of a component.
 * **an override change** recomputes the component of the articles it names (added or removed:
   the region of a removed override is gone, its old rows are reached through the stored rows).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
+import numpy as np
 from sqlalchemy.orm import Session
 
 from recengine.features.neardup import Verdict
 from recengine.index.candidates import Candidates
-from recengine.pipeline.cluster_rules import ClusterRules, constrained_assign, pair
+from recengine.index.neardup import IdArray
+from recengine.pipeline.cluster_rules import ClusterRules, Measure, constrained_assign, pair
 from recengine.pipeline.clustering import Edge, Member, assign, rank_key
 from recengine.storage.clusters import canonicals_of, members_of_all, published
 from recengine.storage.overrides import (
@@ -153,19 +156,27 @@ def regroup(
     return nodes, constrained_rows(session, edges, relations, judging)
 
 
-def overridden(
-    session: Session, version: int, index: Candidates, plain: list[Member], judging: Judging
-) -> list[Member]:
-    """A full clustering's ``plain`` rows with the components the overrides name recomputed
-    under them (no stored rows: a full clustering writes every row)."""
+def cluster_rules(
+    session: Session, judging: Judging, present: Callable[[IdArray], IdArray]
+) -> ClusterRules:
+    """The cluster overrides in force: those naming an article deleted or not ``present``
+    (without features under the version: ``present`` keeps those of an id array that have
+    them) are left out, kept in SQL; ``same_article`` pairs measured by ``judging``."""
     relations = relations_of_kinds(session=session, kinds=CLUSTER_KINDS)
-    named = live_ids(session=session, article_ids=sorted(named_ids(relations)))
-    seeds = {x for x in named if x in index}
-    if not seeds:
-        return plain
-    nodes, edges = component(session, version, index, seeds, judging, stored=False)
-    mine = [r for r in relations if named_ids([r]) & nodes]
-    rows = [m for m in plain if m.article_id not in nodes]
-    rows += constrained_rows(session, edges, mine, judging)
-    rows.sort(key=lambda m: m.article_id)
-    return rows
+    named = np.array(sorted(named_ids(relations)), dtype=np.int64)
+    if not len(named):
+        return ClusterRules()
+    alive = live_ids(session=session, article_ids=present(named).tolist())
+    return ClusterRules.of(relations, alive, _measure(judging))
+
+
+def _measure(judging: Judging) -> Measure:
+    """``judging``'s distance and score of a pair of articles with features."""
+
+    def measure(x: int, y: int) -> tuple[int, float]:
+        v = judging.verdict(x, y)
+        if v is None:
+            raise ValueError(f"no features for {x} or {y}")
+        return v.distance, v.score
+
+    return measure

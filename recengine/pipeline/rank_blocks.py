@@ -83,6 +83,7 @@ def leader_blocks(
     verify: Verify,
     prefetch: Callable[[set[int]], None] | None = None,
     block: int | None = None,
+    skip: Bools | None = None,
 ) -> list[Member]:
     """Leader clustering of articles in rank order (see the module docstring).
 
@@ -90,10 +91,14 @@ def leader_blocks(
         ids, fps: every article of the recluster, in rank order.
         k: the candidate radius (Hamming ``<= k``).
         extra: candidate pairs of the other sources (ids outside ``ids`` are ignored).
-        verify: ``(article, canonical) -> Edge or None``.
+        verify: ``(article, canonical) -> Edge or None``; an edge returned is final (the
+            article joins that canonical): a rules-aware caller records it
+            (``pipeline.ruled_pass``).
         prefetch: called before each block with the ids it may verify (its own and the
             earlier canonicals in its reach): a caller loads their texts at once.
         block: articles per block (``BLOCK`` when None).
+        skip: ``bool (n,)``, positions that take no part (neither decide nor lead: no row,
+            never a canonical; the editors' overrides place them afterwards).
 
     Returns:
         Member rows sorted by article id; canonicals and singletons have none.
@@ -106,7 +111,7 @@ def leader_blocks(
         raise ValueError(f"block must be >= 1, got {size}")
     if len(ids) != len(fps):
         raise ValueError(f"{len(ids)} ids but {len(fps)} fingerprints")
-    run = _Pass(ids, fps, k, _Earlier.of(ids, extra), verify)
+    run = _Pass(ids, fps, k, _Earlier.of(ids, extra), verify, skip)
     for start in range(0, len(ids), size):
         run.block(start, min(len(ids), start + size), prefetch)
     run.members.sort(key=lambda m: m.article_id)
@@ -116,8 +121,17 @@ def leader_blocks(
 class _Pass:
     """The state of one pass: which positions are canonicals, their radius index, the rows."""
 
-    def __init__(self, ids: IdArray, fps: FpArray, k: int, earlier: _Earlier, verify: Verify):
+    def __init__(
+        self,
+        ids: IdArray,
+        fps: FpArray,
+        k: int,
+        earlier: _Earlier,
+        verify: Verify,
+        skip: Bools | None = None,
+    ) -> None:
         self.ids, self.fps, self.k, self.earlier, self.verify = ids, fps, k, earlier, verify
+        self.skip = skip
         self.canon = np.zeros(len(ids), bool)
         self.tables = BlockTables(fps, k)  # every position; the canonicals on their chains
         self.members: list[Member] = []
@@ -125,12 +139,15 @@ class _Pass:
     def block(self, start: int, stop: int, prefetch: Callable[[set[int]], None] | None) -> None:
         """Decide positions ``start..stop`` (every earlier one is decided)."""
         extra = self.earlier.of_range(start, stop)  # the extra pairs of the block's rows
+        mine = np.ones(stop - start, bool)  # still a canonical, by offset in the block
+        if self.skip is not None:
+            mine &= ~self.skip[start:stop]
         rows, hits = self._from_earlier_blocks(start, stop, extra)
+        rows, hits = rows[mine[rows]], hits[mine[rows]]
         pairs = self._within_block(start, stop, extra)  # offsets in the block, col < row
         if prefetch is not None:  # those that may verify: articles with a candidate
             may = np.concatenate([start + rows, hits, start + pairs[0], start + pairs[1]])
             prefetch(set(self.ids[np.unique(may)].tolist()))
-        mine = np.ones(stop - start, bool)  # still a canonical, by offset in the block
         offsets = np.arange(start, stop)
         self._lead(rows, hits, offsets, None, None, mine)
         keep = mine[pairs[0]] & mine[pairs[1]]  # the open ones left: among themselves
