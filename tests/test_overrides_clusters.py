@@ -17,6 +17,7 @@ from recengine.pipeline.cluster_rules import ClusterRules, constrained_assign
 from recengine.pipeline.clustering import Edge, assign
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.judging import PairJudge
 from recengine.pipeline.reindex import reindex
 from recengine.pipeline.spark.job import spark_reindex
 from recengine.recommend.overrides import Overrides
@@ -27,6 +28,7 @@ from recengine.storage.models import Article, ClusterMember
 from recengine.storage.state import begin_write, read_state
 from tests.neardup_helpers import clusters, corpus, repost
 from tests.overrides_helpers import add, listing, remove
+from tests.test_rank_blocks import weather
 from tests.test_spark import spark
 
 __all__ = ["spark"]  # test_spark's module-scoped local Spark session, shared as a fixture
@@ -285,3 +287,54 @@ def test_a_repost_arriving_later_follows_the_editors_cluster(
     ingester.ingest_records([plain])
     assert clusters(factory)[plain["id"]][0] == bases[16]["id"]
     assert _rules(factory)[plain["id"]] not in (None, "editor")
+
+
+def _rows(factory: sessionmaker[Session]) -> dict[str, tuple[str, int, str | None]]:
+    """member external id -> (canonical external id, distance, rule): every stored figure."""
+    with factory() as session:
+        names = {r[0]: r[1] for r in session.execute(select(Article.id, Article.external_id))}
+        return {
+            names[r.article_id]: (names[r.canonical_id], r.distance, r.rule)
+            for r in session.scalars(select(ClusterMember))
+        }
+
+
+def test_a_templated_cluster_an_editor_touched_costs_a_few_verifications_per_write(
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    data_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Templated pages (each a near-duplicate of the others), the canonical of their cluster
+    pinned to a later page, one page not_duplicate against all and one pair kept apart: one
+    more page verifies a few pairs (the component of every pair verified was ~1,800), and the
+    rows equal a full recluster's, figures and rules included."""
+    bases, _ = corpus(data_dir, 6, 0)
+    ingester = Ingester(factory, featurizer)
+    ingester.ingest_records(bases + weather(60, 0))
+    reindex(factory=factory, featurizer=featurizer)
+    before = clusters(factory)
+    pinned = next(name for name, (head, _) in before.items() if name.startswith("weather-"))
+    head = before[pinned][0]
+    editors = _overrides(ingester, factory)
+    add(factory, "canonical", pinned, overrides=editors)
+    lone = next(n for n, (h, _) in before.items() if h == head and n != pinned)
+    add(factory, "not_duplicate", lone, overrides=editors)
+    found = clusters(factory)
+    assert pinned not in found and found[head][0] == pinned and lone not in found
+    assert _full_recluster(factory, ingester) == found
+    calls = []
+    verdict = PairJudge.verdict
+
+    def counted(self: PairJudge, a: int, b: int, loaded: Any) -> Any:
+        calls.append((a, b))
+        return verdict(self, a, b, loaded)
+
+    monkeypatch.setattr(PairJudge, "verdict", counted)
+    page = weather(1, 60)[0]
+    ingester.ingest_records([page])
+    assert len(calls) <= 8
+    after = _rows(factory)
+    assert page["id"] in after and after[head][0] == pinned and lone not in after
+    _full_recluster(factory, ingester)
+    assert _rows(factory) == after

@@ -22,7 +22,14 @@ from recengine.index.neardup import IdArray
 from recengine.pipeline.clustering import Edge, rank_key
 from recengine.pipeline.judging import Loaded, PairJudge
 from recengine.pipeline.leader import Ids, Rank
-from recengine.storage.clusters import canonicals_of, live_published, members_of_all, not_members
+from recengine.storage.clusters import (
+    canonicals_of,
+    earliest_members,
+    live_published,
+    members_of_all,
+    not_members,
+    published,
+)
 
 _UNKNOWN, _MEMBER, _FREE = -1, 0, 1  # stored status of an id, as read in one plan
 
@@ -112,7 +119,26 @@ class SqlClusterView:
         return {i: rank_key(i, d) for i, d in dates.items()}
 
     def verify(self, article_id: int, canonical_id: int) -> Edge | None:
-        wanted = {article_id, canonical_id} | self.batch  # one read for a batch of reposts
+        self._load(article_id, canonical_id)
+        return self.judge.edge(article_id, canonical_id, self.loaded)
+
+    def measure(self, a: int, b: int) -> tuple[int, float]:
+        """Distance and score of a pair with features (a row the editors put there)."""
+        self._load(a, b)
+        v = self.judge.verdict(a, b, self.loaded)
+        if v is None:
+            raise ValueError(f"no features for {a} or {b}")
+        return v.distance, v.score
+
+    def earliest(self, canonical_id: int) -> int:
+        """The earliest-ranked of a stored canonical and its members (deleted included)."""
+        found = earliest_members(
+            session=self.session, version=self.version, canonical_id=canonical_id
+        )
+        found.update(published(session=self.session, article_ids=[canonical_id]))
+        return min(found, key=lambda i: rank_key(i, found[i]), default=canonical_id)
+
+    def _load(self, a: int, b: int) -> None:
+        wanted = {a, b} | self.batch  # one read for a batch of reposts
         self.batch = set()
         self.judge.load(self.session, self.version, wanted, self.loaded)
-        return self.judge.edge(article_id, canonical_id, self.loaded)

@@ -30,10 +30,13 @@ version (a reference for tests and repairs).
 
 Every one of these paths (the Spark engine's reindex clusters with :meth:`cluster_all` too)
 applies the editors' cluster overrides (``not_duplicate``, ``same_article``, ``canonical``) by
-the same rule (``pipeline.cluster_rules``): the plain paths above wherever no override can
-matter, the whole component where one can (``pipeline.override_clusters``). An override change
-recomputes the component of the articles it names (:meth:`regroup`) and marks them changed
-(``recommend.overrides``), so a reindex running meanwhile catches them up like an edit.
+the same rule (``pipeline.cluster_rules``), with work bounded the same way: the full recluster
+is the same leader pass driven by the rules (``pipeline.ruled_pass``), and a write near an
+article an override names re-decides with ``relink`` over the pass's state under the rules
+(``pipeline.ruled_view``); no path verifies every pair of a cluster an editor touched
+(``pipeline.override_clusters``). An override change re-decides the articles it names the
+same way (:meth:`regroup`) and marks them changed (``recommend.overrides``), so a reindex
+running meanwhile catches them up like an edit.
 
 Every path verifies a pair the same way, from the version's stored features and texts
 (``pipeline.judging``); the write path sees SQL and the indexes through
@@ -67,9 +70,10 @@ from recengine.pipeline.cluster_view import SqlClusterView
 from recengine.pipeline.clustering import Member
 from recengine.pipeline.judging import BlockTexts, PairJudge, Reading, TransactionJudging
 from recengine.pipeline.leader import relink
-from recengine.pipeline.override_clusters import cluster_rules, override_region, regroup
+from recengine.pipeline.override_clusters import cluster_rules, override_region, with_partners
 from recengine.pipeline.rank_blocks import leader_blocks, rank_order
 from recengine.pipeline.ruled_pass import ruled_leader_blocks
+from recengine.pipeline.ruled_view import ruled_relink
 from recengine.storage.clusters import (
     MemberRow,
     delete_version,
@@ -165,17 +169,16 @@ class Deduplicator:
         return self._write_active(session, plan, state.seq, index)
 
     def regroup(self, session: Session, changed: Iterable[int]) -> int:
-        """Recompute the whole components of ``changed`` articles under the active version's
-        cluster overrides, in the caller's (write) transaction (an override was added or
-        removed); returns the rows written."""
+        """Re-decide what ``changed`` articles affect under the active version's cluster
+        overrides as they now are, in the caller's (write) transaction (an override naming
+        them was added or removed); returns the rows written."""
         state = read_state(session=session)
         version = state.active_model_version
         if version is None:
             return 0
-        judging = TransactionJudging(self.judge, session, version)
         index = self.synced(session)
-        nodes, members = regroup(session, version, index, changed, judging)
-        plan = ClusterPlan(version, sorted(nodes), [_row(m) for m in members])
+        named = {i for i in changed if i in index}
+        plan = self._ruled_plan(session, version, index, named, set(), moved=False)
         return self._write_active(session, plan, state.seq, index)
 
     def update_version(
@@ -198,11 +201,30 @@ class Deduplicator:
         view = SqlClusterView(session, index, version, self.judge, live)
         decided = relink(view, live, seeds - live)
         if _near(override_region(session, version), decided, view.looked, index):
-            judging = TransactionJudging(self.judge, session, version)
-            nodes, members = regroup(session, version, index, seeds, judging)
-            return ClusterPlan(version, sorted(nodes), [_row(m) for m in members])
+            return self._ruled_plan(session, version, index, live, seeds - live)
         rows = [_row(m) for m in decided.values() if m is not None]
         return ClusterPlan(version, sorted(decided), rows)
+
+    def _ruled_plan(
+        self,
+        session: Session,
+        version: int,
+        index: Candidates,
+        changed: set[int],
+        removed: set[int],
+        moved: bool = True,
+    ) -> ClusterPlan:
+        """The plan under the cluster overrides (``pipeline.ruled_view``): ``changed`` and
+        ``removed`` articles re-decided with those the overrides name with them (an override
+        change names its articles as ``changed``, with ``moved`` False: no rank moved)."""
+        judging = TransactionJudging(self.judge, session, version)
+        rules = cluster_rules(session, judging, lambda ids: ids[index.radius.contains_many(ids)])
+        seeds = {i for i in with_partners(session, changed | removed) if i in index} - removed
+        view = SqlClusterView(session, index, version, self.judge, changed)
+        suspects = () if moved else changed  # an override removed may have pinned one
+        rows = ruled_relink(view, rules, seeds, removed, suspects, moved)
+        members = [_row(m) for m in rows.values() if m is not None]
+        return ClusterPlan(version, sorted(rows), sorted(members, key=lambda r: r.article_id))
 
     def recluster(self, session: Session) -> int:
         """Replace every cluster row of the active version by a full recluster, in the

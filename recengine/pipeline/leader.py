@@ -37,7 +37,7 @@ rank_key` tuples (smaller = earlier).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -47,6 +47,7 @@ from recengine.pipeline.clustering import Edge, Member
 
 Rank = tuple[int, float, int]
 Ids = Sequence[int] | npt.NDArray[np.int64]  # article ids: a list, or an int64 array
+Partners = Callable[[int], Sequence[int]]  # article -> those it may not share a cluster with
 
 
 class ClusterView(Protocol):
@@ -129,10 +130,19 @@ class _State:
 
 
 def relink(
-    view: ClusterView, changed: Iterable[int], removed: Iterable[int] = ()
+    view: ClusterView,
+    changed: Iterable[int],
+    removed: Iterable[int] = (),
+    partners: Partners | None = None,
 ) -> dict[int, Member | None]:
     """New assignments after ``changed`` articles were added or edited and ``removed`` ones
     deleted (see the module docstring).
+
+    Args:
+        partners: the editors' cannot-link constraints (``pipeline.ruled_view``): an article's
+            partners, whose cluster it may not join when they were placed before it. A
+            candidate canonical holding such a partner is refused, and an article whose
+            cluster changes has its later partners re-decided.
 
     Returns:
         article id -> its new member row, or None for a canonical / singleton (no row), for
@@ -161,7 +171,7 @@ def relink(
         if x in gone:
             continue
         old = state.canonical([x])[x]
-        new = _decide(state, x)
+        new = _decide(state, x, partners)
         state.decided[x] = new
         if new is None and old != x:
             state.promoted.append(x)
@@ -170,10 +180,30 @@ def relink(
             push(view.members([x]))
         elif head == x and (old != x or x in seeds):
             push(_may_prefer(state, x))
+        if partners is not None and head != old:
+            push(_later(state, x, partners(x)))
     return state.decided
 
 
-def _decide(state: _State, x: int) -> Member | None:
+def _later(state: _State, x: int, ids: Sequence[int]) -> list[int]:
+    """Those of ``ids`` ranked after X (their decision reads X's cluster)."""
+    if not ids:
+        return []
+    mine = state.ranks([x])[x]
+    return [i for i, r in state.ranks(ids).items() if r > mine]
+
+
+def _refused(state: _State, x: int, ids: Sequence[int]) -> set[int]:
+    """The clusters (canonicals) of those of ``ids`` ranked before X: its decision is final
+    when read (the heap pops in rank order)."""
+    if not ids:
+        return set()
+    mine = state.ranks([x])[x]
+    before = [i for i, r in state.ranks(ids).items() if r < mine]
+    return set(state.canonical(before).values())
+
+
+def _decide(state: _State, x: int, partners: Partners | None = None) -> Member | None:
     """X's assignment given the (final) assignments of everything ranked before it."""
     mine = state.ranks([x])[x]
     found = np.asarray(state.view.canonical_candidates(x), dtype=np.int64)
@@ -183,7 +213,10 @@ def _decide(state: _State, x: int) -> Member | None:
         found = np.union1d(found, more)
     canonicals = state.canonicals_among(found[found != x])
     earlier = sorted((r, c) for c, r in state.ranks(canonicals).items() if r < mine)
+    refused = _refused(state, x, partners(x)) if partners is not None else set()
     for _, c in earlier:
+        if c in refused:
+            continue
         edge = state.view.verify(x, c)
         if edge is not None:
             return Member(x, c, edge.distance, edge.score, edge.rule)

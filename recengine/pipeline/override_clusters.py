@@ -1,46 +1,40 @@
-"""Editors' cluster overrides on the bounded clustering paths of ``pipeline.dedup``.
+"""Editors' cluster overrides on the clustering paths of ``pipeline.dedup``: work bounded like
+the plain paths, whatever the size of the cluster an override names (issue 13.1).
 
-The rule with overrides is :func:`recengine.pipeline.cluster_rules.constrained_assign`: a pure
-function of one connected component of the graph of verified candidate pairs and
-``same_article`` pairs, equal to the plain leader rule in a component no cluster override names.
-The plain paths (``pipeline.leader.relink`` at ingest, ``rank_blocks.leader_blocks`` at reindex)
-verify only what the plain rule needs, so they stay as they are wherever no override can matter,
-and the components an override can matter in are recomputed whole:
+The rule with overrides is :func:`recengine.pipeline.cluster_rules.constrained_assign` (leader
+clustering of ``same_article`` units with ``not_duplicate`` refusals; pinned canonicals choose
+which article of a cluster is its canonical). No path computes it from every verified pair of a
+component any more (a clique of n templated pages an editor touched cost n^2 / 2
+verifications); each computes it the way the plain rule is computed, one verification per
+article against the canonicals in its reach:
 
-* **ingest / incremental** (:func:`override_region`): the plain re-decision is kept unless one of
-  the articles it re-decided or looked at as a candidate is in the *override region*: an
-  article a cluster override names, or one stored in the same cluster as one (a pinned
-  canonical's members, the other article of a ``same_article`` pair, ...). Outside the region
-  an article's decision under the overrides is the plain one (its unit is itself, it refuses
-  nothing, its candidate canonicals are plain), and the stored rows it reads are right. Inside,
-  the component of the changed articles is recomputed (:func:`component`, every candidate
-  pair in it verified) and clustered under the overrides: the cost of an override region is
-  its component's pairs, once per write that touches it (overrides are rare, and small).
 * **full recluster / reindex** (and Spark's, which clusters on the driver the same way): the
-  plain leader pass in rank blocks driven by the rules (``pipeline.ruled_pass``, with the
-  rules of :func:`cluster_rules`): one verification per article against the canonicals in
-  its reach, never the pairs of a component.
-* **an override change** recomputes the component of the articles it names (added or removed:
-  the region of a removed override is gone, its old rows are reached through the stored rows).
+  plain leader pass in rank blocks driven by the rules (``pipeline.ruled_pass``), with the
+  rules of :func:`cluster_rules`; without cluster overrides it is the plain pass itself;
+* **ingest / incremental**: the plain re-decision (``pipeline.leader.relink``) is kept unless
+  one of the articles it re-decided or looked at as a candidate is in the *override region*
+  (:func:`override_region`: an article a cluster override names, or one stored in the same
+  cluster as one); inside, ``relink`` runs again over the leader pass's state under the rules
+  (``pipeline.ruled_view``), seeded with the changed articles and the articles an override
+  names with them (:func:`with_partners`);
+* **an override change** re-decides the same way the articles it names (added or removed), and
+  the articles other overrides name with them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 import numpy as np
 from sqlalchemy.orm import Session
 
 from recengine.features.neardup import Verdict
-from recengine.index.candidates import Candidates
 from recengine.index.neardup import IdArray
-from recengine.pipeline.cluster_rules import ClusterRules, Measure, constrained_assign, pair
-from recengine.pipeline.clustering import Edge, Member, assign, rank_key
-from recengine.storage.clusters import canonicals_of, members_of_all, published
+from recengine.pipeline.cluster_rules import ClusterRules, Measure
+from recengine.storage.clusters import canonicals_of, members_of_all
 from recengine.storage.overrides import (
     CLUSTER_KINDS,
-    SAME_ARTICLE,
     Relation,
     live_ids,
     relations_of_kinds,
@@ -50,14 +44,6 @@ from recengine.storage.overrides import (
 
 class Judging(Protocol):
     """The criterion over one model version's stored features and texts (``pipeline.dedup``)."""
-
-    def prefetch(self, ids: set[int]) -> None:
-        """Load the features and texts of ``ids`` at once (those not loaded yet)."""
-        ...
-
-    def known(self, article_id: int) -> bool:
-        """Whether the article has features under the version (after :meth:`prefetch`)."""
-        ...
 
     def verdict(self, a: int, b: int) -> Verdict | None:
         """The criterion's verdict on the pair; None when either has no features."""
@@ -80,82 +66,6 @@ def override_region(session: Session, version: int) -> set[int]:
     return region
 
 
-def component(
-    session: Session,
-    version: int,
-    index: Candidates,
-    seeds: Iterable[int],
-    judging: Judging,
-    stored: bool = True,
-) -> tuple[set[int], list[Edge]]:
-    """Closure of ``seeds`` under verified candidate pairs of ``index``, ``same_article``
-    overrides and, when ``stored``, the stored cluster rows of ``version`` (so that the old
-    rows of a changed component are replaced too); returns its articles and verified edges."""
-    nodes: set[int] = set()
-    edges: dict[tuple[int, int], Edge] = {}
-    seen: set[tuple[int, int]] = set()
-    frontier = set(seeds)
-    while frontier:
-        nodes |= frontier
-        grown = _stored_links(session, version, frontier) if stored else set()
-        live = [x for x in sorted(frontier) if x in index]
-        found = {x: index.of(x).tolist() for x in live}
-        judging.prefetch(set(live) | {y for ys in found.values() for y in ys})
-        for x, ys in found.items():
-            for key in {pair(x, y) for y in ys} - seen:
-                seen.add(key)
-                v = judging.verdict(*key)
-                if v is not None and v.duplicate:
-                    edges[key] = Edge(key[0], key[1], v.distance, v.score, v.rule)
-        linked = relations_touching(
-            session=session, article_ids=sorted(frontier), kinds=[SAME_ARTICLE]
-        )
-        grown |= {x for x in named_ids(linked) if x in index}
-        frontier = ({x for e in edges.values() for x in (e.a, e.b)} | grown) - nodes
-    return nodes, list(edges.values())
-
-
-def _stored_links(session: Session, version: int, ids: set[int]) -> set[int]:
-    """The canonicals of those of ``ids`` that are members, the members of those that are
-    canonicals."""
-    heads = set(canonicals_of(session=session, version=version, article_ids=sorted(ids)).values())
-    return heads | set(members_of_all(session=session, version=version, canonical_ids=sorted(ids)))
-
-
-def constrained_rows(
-    session: Session, edges: Sequence[Edge], relations: Sequence[Relation], judging: Judging
-) -> list[Member]:
-    """Leader clustering of ``edges`` under the cluster overrides ``relations`` (those naming
-    an article deleted or without features under the version are left out, kept in SQL)."""
-    named = named_ids(relations)
-    judging.prefetch(live_ids(session=session, article_ids=sorted(named)))
-    alive = {x for x in live_ids(session=session, article_ids=sorted(named)) if judging.known(x)}
-
-    def measure(x: int, y: int) -> tuple[int, float]:
-        v = judging.verdict(x, y)
-        if v is None:  # both are alive: they have features
-            raise ValueError(f"no features for {x} or {y}")
-        return v.distance, v.score
-
-    rules = ClusterRules.of(relations, alive, measure)
-    ids = sorted({x for e in edges for x in (e.a, e.b)} | alive)
-    dates = published(session=session, article_ids=ids)
-    ranks = {i: rank_key(i, dates.get(i)) for i in ids}
-    if rules.empty:
-        return assign(ranks, edges)
-    return constrained_assign(ranks, edges, rules, measure)
-
-
-def regroup(
-    session: Session, version: int, index: Candidates, seeds: Iterable[int], judging: Judging
-) -> tuple[set[int], list[Member]]:
-    """The component of ``seeds`` (stored rows included) clustered under the overrides that
-    name its articles: the articles whose rows to replace, and their new member rows."""
-    nodes, edges = component(session, version, index, seeds, judging)
-    relations = relations_touching(session=session, article_ids=sorted(nodes), kinds=CLUSTER_KINDS)
-    return nodes, constrained_rows(session, edges, relations, judging)
-
-
 def cluster_rules(
     session: Session, judging: Judging, present: Callable[[IdArray], IdArray]
 ) -> ClusterRules:
@@ -168,6 +78,15 @@ def cluster_rules(
         return ClusterRules()
     alive = live_ids(session=session, article_ids=present(named).tolist())
     return ClusterRules.of(relations, alive, _measure(judging))
+
+
+def with_partners(session: Session, ids: Iterable[int]) -> set[int]:
+    """``ids`` and every article a cluster override names with one of them (their decisions
+    read each other's: a unit's, a refusal's)."""
+    mine = sorted(set(ids))
+    return set(mine) | named_ids(
+        relations_touching(session=session, article_ids=mine, kinds=CLUSTER_KINDS)
+    )
 
 
 def _measure(judging: Judging) -> Measure:

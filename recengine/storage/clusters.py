@@ -237,6 +237,22 @@ def members_of_all(*, session: Session, version: int, canonical_ids: Sequence[in
     return out
 
 
+def earliest_members(
+    *, session: Session, version: int, canonical_id: int, limit: int = 8
+) -> dict[int, datetime | None]:
+    """``published_at`` of the ``limit`` earliest-published members of a canonical under
+    ``version`` (deleted ones included; undated ones last, then by id): one read whatever the
+    cluster's size, the caller ranks them exactly (``pipeline.clustering.rank_key``)."""
+    rows = session.execute(
+        select(Article.id, Article.published_at)
+        .join(ClusterMember, ClusterMember.article_id == Article.id)
+        .where(ClusterMember.model_version == version, ClusterMember.canonical_id == canonical_id)
+        .order_by(Article.published_at.is_(None), Article.published_at, Article.id)
+        .limit(limit)
+    )
+    return {int(r.id): r.published_at for r in rows}
+
+
 def member_rows(*, session: Session, article_ids: Sequence[int]) -> dict[int, MemberRow]:
     """The active rows of those of ``article_ids`` that are members (canonicals and singletons
     have none), by article id; one read per ``IN_CHUNK`` ids."""
