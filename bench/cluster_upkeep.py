@@ -14,9 +14,15 @@ Figures:
   measured: 25, 100, 400): median of ``--writes`` single-page writes (target: under 50 ms at
   10,000), each followed by one write of a unique real article (their median beside it).
 
+With ``--pinned N`` (issue 13.1, the editors' overrides): then a second cluster of ``N``
+templated pages of another page type (stock notices), its canonical pinned to a later page
+and one page marked ``not_duplicate`` against all; figures: the two override changes, one more
+write into it (median of ``--writes``, target under 50 ms at 10,000) beside one into the plain
+cluster, and the full recluster (``Deduplicator.recluster``) before and after the overrides.
+
 Usage::
 
-    python -m bench.cluster_upkeep [--batches 10] [--batch 1000] [--writes 5]
+    python -m bench.cluster_upkeep [--batches 10] [--batch 1000] [--writes 5] [--pinned 10000]
 """
 
 from __future__ import annotations
@@ -30,12 +36,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
+
 from bench.corpus import inews_docs
 from bench.store import sqlite_store
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.reindex import reindex
-from recengine.storage.models import ClusterMember
+from recengine.recommend.overrides import NewOverride, Overrides
+from recengine.storage.db import transaction
+from recengine.storage.models import Article, ClusterMember
+from recengine.storage.state import begin_write
 
 _CITIES = ("北京", "上海", "广州", "深圳", "成都", "杭州", "武汉", "西安", "南京", "重庆")
 _SKY = ("晴", "多云", "阴", "小雨", "阵雨", "雷阵雨", "小雪", "雾")
@@ -47,6 +58,43 @@ _TEMPLATE = (
     "易感人群应适当减少户外活动。更多天气信息请关注本台官方网站和微信公众号，或拨打气象服务"
     "热线查询未来七天的天气预报和生活气象指数。"
 )
+
+
+_NOTICE = (
+    "{code}{name}股份有限公司关于{year}年第{q}季度业绩预告的公告。本公司及董事会全体成员保证信息"
+    "披露的内容真实、准确、完整，没有虚假记载、误导性陈述或重大遗漏。一、本期业绩预计情况：预计"
+    "归属于上市公司股东的净利润{profit}万元，同比{trend}{pct}%。二、业绩预告预审计情况：本次业绩"
+    "预告未经注册会计师预审计。三、业绩变动原因说明：报告期内公司主营业务{cause}。四、其他相关"
+    "说明：本次业绩预告是公司财务部门初步测算的结果，具体财务数据以公司披露的定期报告为准，敬请"
+    "广大投资者注意投资风险。特此公告。{name}股份有限公司董事会 {year}年{month}月{day}日"
+)
+
+
+def notices(n: int, rnd: random.Random, start: int) -> list[dict[str, Any]]:
+    """``n`` stock notices of one template: another page type, far from the weather pages."""
+    out = []
+    for i in range(start, start + n):
+        values = {
+            "code": f"{rnd.randint(600000, 603999)}",
+            "name": "华东科技",
+            "year": rnd.randint(2015, 2024),
+            "q": rnd.randint(1, 4),
+            "profit": rnd.randint(1000, 90000),
+            "trend": rnd.choice(("增长", "下降")),
+            "pct": rnd.randint(1, 90),
+            "cause": rnd.choice(("稳步发展", "受市场波动影响", "新产品放量", "成本上升")),
+            "month": rnd.randint(1, 12),
+            "day": rnd.randint(1, 28),
+        }
+        out.append(
+            {
+                "id": f"notice-{i}",
+                "title": f"华东科技 {values['year']}年第{values['q']}季度业绩预告",
+                "content": _NOTICE.format(**values),
+                "published_at": f"2025-{1 + i // 5000 % 12:02d}-01T00:00:00+00:00",
+            }
+        )
+    return out
 
 
 def templated(n: int, rnd: random.Random, start: int) -> list[dict[str, Any]]:
@@ -107,6 +155,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--writes", type=int, default=5)
+    parser.add_argument("--pinned", type=int, default=0)
     args = parser.parse_args()
     rnd = random.Random(5)
     unique = [d.record() for d in inews_docs() if len(d.content) > 400]
@@ -151,8 +200,53 @@ def main() -> None:
                 args.writes,
             )
             made += args.writes
+        if args.pinned:
+            pinned(ingester, timer, factory, rnd, made, args.pinned, args.writes)
         print(f"load average {os.getloadavg()[0]:.1f}")
         engine.dispose()
+
+
+def pinned(
+    ingester: Ingester,
+    timer: Timed,
+    factory: Any,
+    rnd: random.Random,
+    made: int,
+    size: int,
+    writes: int,
+) -> None:
+    """The ``--pinned`` figures (module docstring), beside the plain cluster of ``made``."""
+    for start in range(0, size, 1_000):
+        ingester.ingest_records(notices(min(1_000, size - start), rnd, start))
+    seconds = recluster(ingester, factory)
+    print(f"\n{size} notices ingested; full recluster, no override: {seconds:.1f} s")
+    editors = Overrides(factory, ingester.dedup)
+    for kind, page in (("canonical", size // 2), ("not_duplicate", size // 3)):
+        start = time.perf_counter()
+        editors.add(NewOverride.parse(kind, f"notice-{page}", None, by="bench"))
+        print(f"override {kind} on notice-{page}: {time.perf_counter() - start:.2f} s")
+    with factory() as session:
+        names = {r[0]: r[1] for r in session.execute(select(Article.external_id, Article.id))}
+        rows = session.scalars(select(ClusterMember.canonical_id)).all()
+    print(f"cluster of notice-{size // 2}: {rows.count(names[f'notice-{size // 2}']) + 1}")
+    pins, plain = [], []
+    pages = zip(notices(writes, rnd, size), templated(writes, rnd, made), strict=True)
+    for notice, page in pages:  # interleaved: both see the same moments
+        pins.append(one_write(ingester, timer, notice))
+        plain.append(one_write(ingester, timer, page))
+    for label, runs in (("into the pinned cluster", pins), ("into the plain cluster", plain)):
+        ms = [1000 * statistics.median(x[i] for x in runs) for i in (0, 1)]
+        print(f"one write {label}: {ms[0]:.1f} ms (upkeep {ms[1]:.1f} ms)", flush=True)
+    print(f"full recluster with the overrides: {recluster(ingester, factory):.1f} s")
+
+
+def recluster(ingester: Ingester, factory: Any) -> float:
+    """Seconds of one full recluster of the active version (one transaction)."""
+    start = time.perf_counter()
+    with transaction(factory) as session:
+        begin_write(session=session)
+        ingester.dedup.recluster(session)
+    return time.perf_counter() - start
 
 
 def report(

@@ -28,7 +28,9 @@ are none):
 A must-link group that contains a cannot-link pair is a contradiction the write side refuses
 (``recommend.overrides``); given one anyway, must-link wins. Like the original rule, the result
 depends only on the connected component (of automatic and ``same_article`` edges) an article is
-in, so a change can be applied by recomputing its component.
+in. This function is the specification: the engines compute the same rows without verifying
+every pair of a component (``pipeline.ruled_pass`` for a full recluster, ``pipeline.ruled_view``
+for a write or an override change), and the property tests compare them with it.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ articles at once into a :class:`Loaded` holder (the compared text is computed wh
 verification first needs it) and judges pairs from it; the holders differ by how long what they
 read is kept:
 
-* :class:`TransactionJudging`: everything read in one transaction (an override's component,
-  ``pipeline.override_clusters.Judging``);
+* :class:`TransactionJudging`: everything read in one transaction (the measured
+  ``same_article`` pairs of the rules, ``pipeline.override_clusters.Judging``);
 * :class:`BlockTexts`: one block of the reindex's leader pass at a time, in reads of its own,
   keeping only what the next block needs too (``pipeline.rank_blocks.leader_blocks``);
 * ``pipeline.cluster_view.SqlClusterView``: one write transaction's plan (ingest).
