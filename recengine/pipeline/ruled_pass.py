@@ -38,6 +38,7 @@ the pass's extra pairs as :class:`recengine.index.neardup.Pairs` (ids, distances
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
@@ -198,9 +199,11 @@ class RuledPass:
         return not (pair(a, b) in self.apart or a in self.alone or b in self.alone)
 
     def rows(self, members: Sequence[Member], load: Load) -> list[Member]:
-        """The pass's ``members`` with the units' other articles following their head and the
-        clusters holding a pinned article re-pointed to it (``load``: texts to measure)."""
-        canonical = {m.article_id: m.canonical_id for m in members}
+        """The pass's ``members`` (sorted by article id) with the units' other articles
+        following their head and the clusters holding a pinned article re-pointed to it
+        (``load``: texts to measure). Two scans of the rows, no table of them."""
+        named = self.head_of.keys() | self.leaders  # the rows read by id: a few
+        canonical = {m.article_id: m.canonical_id for m in members if m.article_id in named}
         leader = {x: canonical.get(h, h) for h, unit in self.mates.items() for x in unit}
         pinned: dict[int, int] = {}  # cluster (its pass canonical) -> its earliest pinned one
         for k in sorted(self.leaders, key=self.position.__getitem__):
@@ -208,19 +211,19 @@ class RuledPass:
         pinned = {head: k for head, k in pinned.items() if head != k}
         followers = [x for unit in self.mates.values() for x in unit[1:]]
         moved = [(y, leader[y]) for y in followers if leader[y] not in pinned]
-        held: dict[int, list[int]] = {head: [head] for head in pinned}  # one scan of the rows
-        for x, c in [*canonical.items(), *((y, leader[y]) for y in followers)]:
+        held: dict[int, list[int]] = {head: [head] for head in pinned}
+        rows = ((m.article_id, m.canonical_id) for m in members)
+        for x, c in [*rows, *((y, leader[y]) for y in followers)]:
             if c in held:
                 held[c].append(x)
-        out = {m.article_id: m for m in members}
         for head, k in pinned.items():
-            out.pop(k, None)
             moved += [(x, k) for x in held[head] if x != k]
+        changed: dict[int, Member | None] = {k: None for k in pinned.values()}
         for start in range(0, len(moved), LOAD_CHUNK):
             chunk = moved[start : start + LOAD_CHUNK]
             load({x for p in chunk for x in p})
-            out.update((x, self._row(x, k)) for x, k in chunk)
-        return sorted(out.values(), key=lambda m: m.article_id)
+            changed.update((x, self._row(x, k)) for x, k in chunk)
+        return _merged(members, changed)
 
     def _row(self, x: int, k: int) -> Member:
         """``x``'s row under the canonical ``k``: the measured ``same_article`` pair, the
@@ -233,6 +236,19 @@ class RuledPass:
             if edge is not None:
                 return Member(x, k, edge.distance, edge.score, edge.rule)
         return Member(x, k, *self.measure(x, k), EDITOR)
+
+
+def _merged(members: Sequence[Member], changed: dict[int, Member | None]) -> list[Member]:
+    """``members`` (sorted by article id) with the ``changed`` rows replacing, removing (None)
+    or joining them, still sorted."""
+    kept = [changed.get(m.article_id, m) for m in members]
+    ids = {m.article_id for m in members if m.article_id in changed}
+    more = sorted(
+        (m for x, m in changed.items() if x not in ids and m is not None),
+        key=lambda m: m.article_id,
+    )
+    out = (m for m in kept if m is not None)
+    return list(heapq.merge(out, more, key=lambda m: m.article_id))
 
 
 def _named(rules: ClusterRules) -> set[int]:
