@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from recengine.pipeline.cluster_rules import EDITOR, ClusterRules, constrained_assign
 from recengine.pipeline.clustering import Edge, Member, rank_key
 from recengine.pipeline.leader import Rank
-from recengine.pipeline.ruled_view import ruled_relink
+from recengine.pipeline.ruled_relink import ruled_relink
 from tests.test_leader import FakeView
 
 MEASURED = (7, 0.25)  # distance and score of a pair without an edge

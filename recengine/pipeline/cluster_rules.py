@@ -94,6 +94,12 @@ class ClusterRules:
                 leaders.add(r.article_id)
         return cls(frozenset(apart), frozenset(alone), tuple(together.values()), frozenset(leaders))
 
+    @property
+    def named(self) -> set[int]:
+        """Every article the rules name."""
+        out = set(self.alone) | set(self.leaders) | {x for p in self.apart for x in p}
+        return out | {x for e in self.together for x in (e.a, e.b)}
+
     def allows(self, edge: Edge) -> bool:
         """Whether an automatic edge stays (``not_duplicate`` drops it)."""
         return not (

@@ -73,7 +73,7 @@ from recengine.pipeline.leader import relink
 from recengine.pipeline.override_clusters import cluster_rules, override_region, with_partners
 from recengine.pipeline.rank_blocks import leader_blocks, rank_order
 from recengine.pipeline.ruled_pass import ruled_leader_blocks
-from recengine.pipeline.ruled_view import ruled_relink
+from recengine.pipeline.ruled_relink import ruled_relink
 from recengine.storage.clusters import (
     MemberRow,
     delete_version,

@@ -83,7 +83,7 @@ class RuledPass:
         self, rules: ClusterRules, ids: IdArray, graph: Graph, verify: Verify, measure: Measure
     ) -> None:
         self.ids, self.graph, self.verify_pair, self.measure = ids, graph, verify, measure
-        named = _named(rules)
+        named = rules.named
         where = np.flatnonzero(np.isin(ids, np.fromiter(named, np.int64, len(named))))
         self.position = dict(zip(ids[where].tolist(), where.tolist(), strict=True))
         present = self.position.__contains__
@@ -249,13 +249,6 @@ def _merged(members: Sequence[Member], changed: dict[int, Member | None]) -> lis
     )
     out = (m for m in kept if m is not None)
     return list(heapq.merge(out, more, key=lambda m: m.article_id))
-
-
-def _named(rules: ClusterRules) -> set[int]:
-    """Every article the rules name."""
-    out = set(rules.alone) | set(rules.leaders)
-    out |= {x for p in rules.apart for x in p}
-    return out | {x for e in rules.together for x in (e.a, e.b)}
 
 
 def ruled_leader_blocks(

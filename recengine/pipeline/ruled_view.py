@@ -6,8 +6,8 @@ its head, an article alone otherwise), refuses a canonical whose cluster holds a
 partner placed before, and the rows are made from its result afterwards (a unit's other
 articles follow their head; a cluster holding a pinned article points to its earliest pinned
 one). A write keeps that right the way ``pipeline.leader.relink`` keeps the plain pass right:
-:class:`RuledView` shows ``relink`` the *pass's* state, and :func:`ruled_relink` turns the
-re-decided units back into rows:
+:class:`RuledView` shows ``relink`` the *pass's* state, and ``pipeline.ruled_relink`` turns
+the re-decided units back into rows (:meth:`RuledView.row` is one):
 
 * **the pass's state from the stored rows**: a stored cluster's pass canonical is its
   earliest-ranked article (units join earlier canonical units; a unit's other articles rank
@@ -39,7 +39,7 @@ import numpy as np
 from recengine.index.neardup import IdArray
 from recengine.pipeline.cluster_rules import EDITOR, ClusterRules, Pair, pair
 from recengine.pipeline.clustering import Edge, Member
-from recengine.pipeline.leader import ClusterView, Ids, Rank, relink
+from recengine.pipeline.leader import ClusterView, Ids, Rank
 
 
 class BaseView(ClusterView, Protocol):
@@ -67,7 +67,7 @@ class RuledView:
 
     def __init__(self, base: BaseView, rules: ClusterRules, suspects: Iterable[int] = ()):
         self.base = base
-        named = sorted(_named(rules))
+        named = sorted(rules.named)
         self.rank = dict(base.ranks(named))
         present = self.rank.__contains__
         self.forced = {
@@ -224,123 +224,3 @@ class RuledView:
             if edge is not None:
                 return Member(x, k, edge.distance, edge.score, edge.rule)
         return Member(x, k, *self.base.measure(x, k), EDITOR)
-
-
-def ruled_relink(
-    base: BaseView,
-    rules: ClusterRules,
-    changed: Iterable[int],
-    removed: Iterable[int] = (),
-    suspects: Iterable[int] = (),
-    moved: bool = True,
-) -> dict[int, Member | None]:
-    """New rows under the overrides after ``changed`` articles were added or edited (or the
-    overrides naming them changed) and ``removed`` ones deleted (module docstring).
-
-    Args:
-        base: the stored rows.
-        rules: the cluster overrides in force now (of live articles with features).
-        changed, removed: as :func:`~recengine.pipeline.leader.relink`'s; an override change
-            names its articles (and every article an override pairs with them) as changed.
-        suspects: articles that may have been pinned when the rows were made.
-        moved: whether a changed article's rank may have moved (an edit; not an override).
-
-    Returns:
-        article id -> its new row, or None (a canonical or a singleton), for every article
-        whose row may have changed.
-    """
-    gone = set(removed)
-    pins = {*rules.leaders, *suspects, *gone}  # a deleted one may have been pinned
-    view = RuledView(base, rules, pins)
-    seeds = set(changed) - gone
-    if moved:
-        seeds |= _pinned_clusters(base, seeds, pins)
-    units = {view.head_of[x] for x in seeds | gone if x in view.head_of}
-    follow = {y for h in units for y in view.mates[h][1:]}
-    # a unit's head (its rank) or cluster may have changed: its partners' refusals read it
-    seeds |= units
-    seeds = (seeds | {p for x in seeds for p in view.partners(view.head_of.get(x, x))}) - follow
-    decided = relink(view, seeds, gone | follow, view.partners)
-    return _Rows(view, decided, seeds | gone | set(changed)).of(gone, units)
-
-
-def _pinned_clusters(base: BaseView, seeds: set[int], pins: set[int]) -> set[int]:
-    """The whole stored clusters of edited ``seeds`` whose canonical is (or was) pinned: a
-    moved publication time may change which article the pass led with, and the stored rows no
-    longer tell which one it was."""
-    rows = base.stored(sorted(seeds))
-    heads = sorted({rows.get(x, x) for x in seeds} & pins)
-    return set(base.members(heads)) | set(heads) if heads else set()
-
-
-class _Rows:
-    """The rows of a ``relink`` result under the overrides (``ruled_relink``)."""
-
-    def __init__(
-        self, view: RuledView, decided: Mapping[int, Member | None], changed: set[int]
-    ) -> None:
-        self.view, self.decided, self.changed = view, decided, changed
-        nodes = [view.head_of.get(p, p) for p in view.leaders]
-        now = self.clusters(nodes)
-        self.target: dict[int, int] = {}  # pass canonical -> its earliest pinned article
-        for p, node in zip(view.leaders, nodes, strict=True):
-            self.target.setdefault(now[node], p)
-
-    def clusters(self, ids: Sequence[int]) -> dict[int, int]:
-        """Pass canonical now of each of ``ids`` (units' heads or articles)."""
-        stored = self.view.stored([i for i in ids if i not in self.decided])
-        out = {}
-        for i in ids:
-            if i in self.decided:
-                m = self.decided[i]
-                out[i] = m.canonical_id if m is not None else i
-            else:
-                out[i] = stored.get(i, i)
-        return out
-
-    def of(self, gone: set[int], units: set[int]) -> dict[int, Member | None]:
-        out = self.repointed()
-        now = self.clusters(sorted(self.decided))
-        for x, m in self.decided.items():
-            t = self.target.get(now[x], now[x])
-            if x in gone or x == t:
-                out[x] = None
-            elif m is None or m.canonical_id != t:
-                out[x] = self.view.row(x, t)
-            else:
-                out[x] = m
-        heads = sorted(h for h in self.view.mates if h in self.decided or h in units)
-        for h, c in self.clusters(heads).items():
-            t = self.target.get(c, c)
-            out.update((y, None if y == t else self.view.row(y, t)) for y in self.view.mates[h][1:])
-        for x in gone:
-            out[x] = None
-        return out
-
-    def repointed(self) -> dict[int, Member | None]:
-        """Rows of the clusters (untouched articles) whose target changed, or was changed."""
-        before = self.view.stored(sorted(self.decided))
-        now = self.clusters(sorted(self.decided))
-        touched = sorted({now[x] for x in self.decided} | {before.get(x, x) for x in self.decided})
-        still = self.clusters(touched)
-        led = [c for c in touched if still[c] == c]
-        was_member = self.view.stored(led)
-        stored = self.view.base.stored(led)
-        out: dict[int, Member | None] = {}
-        for c in led:
-            if c in was_member:  # a canonical only now: its members were all re-decided
-                continue
-            old, new = stored.get(c, c), self.target.get(c, c)
-            # an edited pass canonical had its members re-decided; an edited pinned one not
-            if old == new and (old == c or old not in self.changed):
-                continue
-            for x in [old, *self.view.base.members([old])]:
-                if x not in self.decided:
-                    out[x] = None if x == new else self.view.row(x, new)
-        return out
-
-
-def _named(rules: ClusterRules) -> set[int]:
-    out = set(rules.alone) | set(rules.leaders)
-    out |= {x for p in rules.apart for x in p}
-    return out | {x for e in rules.together for x in (e.a, e.b)}
