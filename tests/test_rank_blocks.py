@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given
 from hypothesis import settings as examples
@@ -22,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import SparseVector
-from recengine.index.neardup import Pairs
+from recengine.index.neardup import IdArray, Pairs
 from recengine.pipeline import rank_blocks
 from recengine.pipeline.clustering import Edge, Member, assign, rank_key, verify_pairs
 from recengine.pipeline.dedup import Deduplicator
@@ -81,6 +82,21 @@ def candidate_pairs(
     return sorted(pairs)
 
 
+def pass_input(
+    ids: list[int], fps: dict[int, int], ranks: dict[int, Rank], extra: set
+) -> tuple[IdArray, npt.NDArray[np.uint64], Pairs]:
+    """A test corpus as the leader pass takes it: ids and fingerprints in rank order, and the
+    extra candidate pairs."""
+    order = sorted(ids, key=ranks.__getitem__)
+    a = np.array([p[0] for p in sorted(extra)], dtype=np.int64)
+    b = np.array([p[1] for p in sorted(extra)], dtype=np.int64)
+    return (
+        np.array(order, dtype=np.int64),
+        np.array([fps[i] for i in order], dtype=np.uint64),
+        Pairs(a, b, np.zeros(len(a), np.uint8)),
+    )
+
+
 def blocks(
     ids: list[int],
     fps: dict[int, int],
@@ -90,17 +106,8 @@ def blocks(
     judge: Judge,
     block: int,
 ) -> list[Member]:
-    order = sorted(ids, key=ranks.__getitem__)
-    a = np.array([p[0] for p in sorted(extra)], dtype=np.int64)
-    b = np.array([p[1] for p in sorted(extra)], dtype=np.int64)
-    return leader_blocks(
-        np.array(order, dtype=np.int64),
-        np.array([fps[i] for i in order], dtype=np.uint64),
-        k,
-        Pairs(a, b, np.zeros(len(a), np.uint8)),
-        judge.verify,
-        block=block,
-    )
+    order, prints, pairs = pass_input(ids, fps, ranks, extra)
+    return leader_blocks(order, prints, k, pairs, judge.verify, block=block)
 
 
 def random_corpus(

@@ -17,7 +17,7 @@ from recengine.pipeline.cluster_rules import EDITOR, ClusterRules, Measure, cons
 from recengine.pipeline.clustering import Edge, Member
 from recengine.pipeline.rank_blocks import leader_blocks
 from recengine.pipeline.ruled_pass import ruled_leader_blocks
-from tests.test_rank_blocks import Judge, Rank, candidate_pairs, key, random_corpus
+from tests.test_rank_blocks import Judge, Rank, candidate_pairs, key, pass_input, random_corpus
 
 
 class FakeGraph:
@@ -90,14 +90,12 @@ def ruled(
     block: int,
     k: int = 3,
 ) -> list[Member]:
-    order = sorted(ids, key=ranks.__getitem__)
-    a = np.array([p[0] for p in sorted(extra)], dtype=np.int64)
-    b = np.array([p[1] for p in sorted(extra)], dtype=np.int64)
+    order, prints, pairs = pass_input(ids, fps, ranks, extra)
     return ruled_leader_blocks(
-        np.array(order, dtype=np.int64),
-        np.array([fps[i] for i in order], dtype=np.uint64),
+        order,
+        prints,
         k,
-        Pairs(a, b, np.zeros(len(a), np.uint8)),
+        pairs,
         rules,
         graph,
         judge.verify,
