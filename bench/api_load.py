@@ -1,6 +1,8 @@
 """HTTP load on the related endpoint: throughput, p50/p99 latency and errors under gunicorn.
 
-Data (``--corpus``), kept in a SQLite database and reused (``--db``):
+Data (``--corpus``), kept in a SQLite database and reused (``--db``), or in the server of
+``--database-url`` (PostgreSQL, as in production: the servers learn of changes by
+notification, and cache hits are then answered on the worker's event loop, ``web.hits``):
 
 * ``synthetic`` (default): ``--articles`` articles (100,000) drawn from the tokens of the 2,529
   real documents of ../shared/data by ``bench.related_synthetic`` (the corpus of
@@ -63,7 +65,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from sqlalchemy import select
+from sqlalchemy import make_url, select
 
 from bench import feedback_mix, loadgen
 from bench.corpus import real_docs, resample
@@ -92,19 +94,27 @@ ENDPOINTS = {
 }
 
 
-def build(settings: Settings, db: Path, n: int, corpus: str) -> None:
-    """Store ``n`` articles of ``corpus`` with their features, unless ``db`` already has them."""
-    if db.exists():
-        engine = make_engine(settings.resolved_database_url)
+def build(settings: Settings, db: Path | None, n: int, corpus: str) -> None:
+    """Store ``n`` articles of ``corpus`` with their features, unless the database (the SQLite
+    file ``db``, or the server of ``--database-url`` when ``db`` is None) already has them."""
+    url = settings.resolved_database_url
+    if db is None or db.exists():
+        engine = make_engine(url)
+        if db is None:
+            upgrade(engine)
         with transaction(make_session_factory(engine)) as session:
             have = count_live(session=session)
         engine.dispose()
-        if have != n:
-            raise SystemExit(f"{db} holds {have} articles, not {n}: remove it")
-        print(f"reusing {db} ({n} articles)")
-        return
+        where = db or make_url(url).render_as_string(hide_password=True)
+        if have not in (0, n) or (db is not None and have != n):
+            raise SystemExit(f"{where} holds {have} articles, not {n}: remove them")
+        if have == n:
+            print(f"reusing {where} ({n} articles)")
+            return
     t0 = time.perf_counter()
     if corpus == "synthetic":
+        if db is None:
+            raise SystemExit("--corpus synthetic is written to SQLite only: leave --database-url")
         from bench.related_synthetic import write_database  # issue 4's generator
 
         write_database(db, settings, n)
@@ -264,6 +274,19 @@ def main() -> None:
     parser.add_argument("--articles", type=int, default=100_000)
     parser.add_argument("--corpus", choices=["synthetic", "real", "resampled"], default="synthetic")
     parser.add_argument("--db", type=Path, default=None)
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="serve from this database (PostgreSQL: change notifications, as in production)"
+        " instead of a SQLite file; --corpus real or resampled is ingested there when empty",
+    )
+    parser.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for the servers, e.g. RECENGINE_INDEX__SYNC_INTERVAL_S=1 (repeatable)",
+    )
     parser.add_argument("--endpoint", choices=sorted(ENDPOINTS), default="related")
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--threads", type=int, default=4)
@@ -314,11 +337,17 @@ def main() -> None:
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanups on kill
     RESULTS.mkdir(exist_ok=True)
-    db = (args.db or RESULTS / f"api_load_{args.corpus}_{args.articles}.db").resolve()
-    settings = load_settings(
-        {"database_url": f"sqlite:///{db}", "data_dir": str(db.parent / f"{db.stem}.data")}
-        | SYNTHETIC_OVERRIDES
-    )
+    db: Path | None = None
+    if args.database_url:
+        where = {
+            "database_url": args.database_url,
+            "data_dir": str(RESULTS / f"api_load_server_{args.corpus}_{args.articles}.data"),
+        }
+    else:
+        db = (args.db or RESULTS / f"api_load_{args.corpus}_{args.articles}.db").resolve()
+        where = {"database_url": f"sqlite:///{db}", "data_dir": str(db.parent / f"{db.stem}.data")}
+    settings = load_settings(where | SYNTHETIC_OVERRIDES)
+    SERVER_ENV.update(dict(pair.split("=", 1) for pair in args.server_env))
     build(settings, db, args.articles, args.corpus)
     ids = sample_ids(settings, 2_000, seed=11)
     paths = [path_of(args.endpoint, i) for i in ids]

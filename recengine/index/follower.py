@@ -206,6 +206,16 @@ class Follower(Generic[T]):
             self._maintain()
             return self._held
 
+    def held_if_fresh(self) -> Held[T] | None:
+        """What ``sync(reader, fresh=False)`` would return without reading SQL, when no check is
+        due (None: one is, or nothing is held yet). For callers that may not wait on the
+        database (the worker's event loop, ``web.hits``): they answer from exactly what a
+        reader on a thread would answer from at that moment."""
+        held = self._held
+        if held is None or not self._may_skip():
+            return None
+        return held
+
     def follow_notifications(self, live: Callable[[], bool], interval: float) -> None:
         """Change notifications reach this follower (:meth:`notified`) while ``live()``: reads
         then skip the position check until one arrives, for at most ``interval`` seconds

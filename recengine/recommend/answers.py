@@ -66,12 +66,13 @@ class AnswerCache(Generic[V]):
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, key: Hashable, *, version: int, seq: int) -> V | None:
-        """The answer for ``key`` if the cache is valid for an index at ``(version, seq)``."""
+    def get(self, key: Hashable, *, version: int, seq: int, count_miss: bool = True) -> V | None:
+        """The answer for ``key`` if the cache is valid for an index at ``(version, seq)``
+        (``count_miss=False``: a look-up whose miss is counted by the one that follows)."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is None or (self.version, self.seq) != (version, seq):
-                self.stats.misses += 1
+                self.stats.misses += count_miss
                 return None
             self._entries.move_to_end(key)
             self.stats.hits += 1

@@ -122,6 +122,20 @@ class LiveIndex:
                 dense = found.index  # (while a switch opens it in the background: none)
         return Snapshot(held.version, held.seq, held.index, dense)
 
+    def fresh_position(self) -> tuple[int, int] | None:
+        """``(version, seq)`` of the snapshot :meth:`current` would return right now without a
+        query (no position check due for either index, the last position read of the model
+        held: no new model opening); None when :meth:`current` would read SQL first."""
+        held = self.follower.held_if_fresh()
+        position = self.follower.position
+        if held is None or position is None or position.version != held.version:
+            return None
+        if self.settings.related.dense_weight > 0:
+            dense = self.dense.held_if_fresh()
+            if dense is None or dense.version != held.version:
+                return None
+        return held.version, held.seq
+
     def stats(self) -> dict[str, Any]:
         """What a health check shows: version, seq, live rows, segments, background work."""
         return {"segments": 0, **self.follower.report()}

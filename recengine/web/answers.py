@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from flask import request
 
+from recengine.errors import RecengineError
 from recengine.recommend.answers import AnswerCache, drop, follow
 from recengine.web.auth import check_key
 from recengine.web.logs import CACHE_KEY
@@ -135,7 +136,7 @@ class CachedReads:
         )
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-        op = _operation(environ)
+        op = operation(str(environ.get("REQUEST_METHOD")), str(environ.get("PATH_INFO", "")))
         if op is None:
             return self.app(environ, start_response)
         started = time.perf_counter()
@@ -174,9 +175,30 @@ class CachedReads:
                 generation=generation,
             )
             return self._send(op, stored, environ, start_response, "miss", started)
-        self._observe(op, environ, capture.status, started, "bypass")
+        self.observe(op, str(environ.get("REQUEST_METHOD")), capture.status, started, "bypass")
         start_response(capture.status, capture.headers, capture.exc_info)
         return [] if head else [body]
+
+    def stored_now(self, op: str, key: tuple[str, str], authorization: str | None) -> Stored | None:
+        """The stored answer for ``key`` when it can be sent without reading SQL (the worker's
+        event loop, :mod:`recengine.web.hits`): the cache on, reads allowed without a key or
+        with the one sent, the index open with no position check due
+        (``LiveIndex.fresh_position``: what a thread would answer from at this moment), the
+        answer stored at that position. None: the request goes to the app (:meth:`__call__`
+        checks and answers it, and counts the miss: none is counted here)."""
+        settings = self.services.settings
+        index = self.services.opened_index()
+        if not settings.cache.enabled or index is None:
+            return None
+        try:
+            check_key(settings, authorization, write=False)
+        except RecengineError:
+            return None
+        position = index.fresh_position()
+        if position is None:
+            return None
+        version, seq = position
+        return self.caches[op].get(key, version=version, seq=seq, count_miss=False)
 
     def _position(self, environ: WSGIEnvironment) -> tuple[int, int] | None:
         """The index's ``(version, seq)`` once caught up (None: no answer may come from the
@@ -211,23 +233,19 @@ class CachedReads:
         started: float,
     ) -> Iterable[bytes]:
         environ[CACHE_KEY] = result
-        if matches(environ.get("HTTP_IF_NONE_MATCH"), stored.etag):
-            headers = [(k, v) for k, v in stored.headers if k.lower() not in DROPPED_ON_304]
-            self._observe(op, environ, "304 Not Modified", started, result)
-            start_response("304 Not Modified", headers)
-            return []
-        self._observe(op, environ, stored.status, started, result)
-        start_response(stored.status, list(stored.headers))
-        return [] if environ.get("REQUEST_METHOD") == "HEAD" else [stored.body]
+        method = str(environ.get("REQUEST_METHOD", "GET"))
+        status, headers, body = reply(stored, method, environ.get("HTTP_IF_NONE_MATCH"))
+        self.observe(op, method, status, started, result)
+        start_response(status, headers)
+        return [body] if body else []
 
-    def _observe(
-        self, op: str, environ: WSGIEnvironment, status: str, started: float, result: str
-    ) -> None:
+    def observe(self, op: str, method: str, status: str, started: float, result: str) -> None:
+        """Count an answer of ``op`` in the metrics (latency from ``started``, a
+        ``time.perf_counter()``; ``result``: hit, miss or bypass)."""
         metrics = self.services.metrics
         if metrics is None:
             return
         code = int(status.split(" ", 1)[0])
-        method = str(environ.get("REQUEST_METHOD", "GET"))
         metrics.observe(ROUTES[op], method, code, time.perf_counter() - started)
         metrics.cache_requests.labels(op, result).inc()
         if result != "bypass":
@@ -237,11 +255,21 @@ class CachedReads:
         metrics.publish_indexes(self.services.followers())
 
 
-def _operation(environ: WSGIEnvironment) -> str | None:
-    if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
-        return None
-    path = str(environ.get("PATH_INFO", ""))
-    if not path.startswith(PREFIX):
+def reply(
+    stored: Stored, method: str, if_none_match: str | None
+) -> tuple[str, list[tuple[str, str]], bytes]:
+    """Status, headers and body that answer a request from ``stored``: ``304 Not Modified``
+    (no body, no content headers) when ``If-None-Match`` holds its tag, no body for a HEAD."""
+    if matches(if_none_match, stored.etag):
+        headers = [(k, v) for k, v in stored.headers if k.lower() not in DROPPED_ON_304]
+        return "304 Not Modified", headers, b""
+    return stored.status, list(stored.headers), b"" if method == "HEAD" else stored.body
+
+
+def operation(method: str, path: str) -> str | None:
+    """The cacheable operation a request is (a key of ``ROUTES``), None for any other; ``path``
+    is PATH_INFO (percent-decoded)."""
+    if method not in ("GET", "HEAD") or not path.startswith(PREFIX):
         return None
     for op in ROUTES:
         if path.endswith("/" + op) and len(path) > len(PREFIX) + len(op) + 1:

@@ -11,7 +11,7 @@ a line or header over its limits) are answered with the JSON error body, not gun
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,7 +20,7 @@ from gunicorn.http import RequestParser, wsgi
 from gunicorn.http import errors as http_errors
 
 from recengine.web.deadline import DEADLINE_KEY
-from recengine.web.front import CONTINUE, error_response
+from recengine.web.front import CONTINUE, Head, error_response
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +38,18 @@ PARSE_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
 
 @dataclass(frozen=True)
 class Outcome:
-    """What to send back, and whether the connection may serve another request."""
+    """What to send back, and whether the connection may serve another request; ``cache``:
+    what the answer cache did, for the access line of a request answered on the loop."""
 
     data: bytes
     keep_alive: bool
+    cache: str | None = None
+
+
+# A coroutine of the worker's event loop that answers some requests itself, without a thread
+# (``web.feedback``'s beacons, ``web.hits``'s cache hits): the outcome, or None to leave the
+# request to the app. Arguments: the head, the request's bytes, the client, keep-alive allowed.
+Answerer = Callable[[Head, bytes, Any, bool], Awaitable["Outcome | None"]]
 
 
 class _Sink:

@@ -16,9 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-import os
-from collections.abc import Awaitable, Callable, Iterable
-from email.utils import formatdate
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import request
@@ -26,9 +24,9 @@ from pydantic import ValidationError
 
 from recengine.errors import InvalidRequest, NotFound, Overloaded, RateLimited, RecengineError
 from recengine.pipeline.feedback import Event
-from recengine.web.dispatch import Outcome
+from recengine.web.dispatch import Answerer, Outcome
 from recengine.web.errors import InvalidJson, describe, status_of
-from recengine.web.front import REASONS, Head, error_response
+from recengine.web.front import Head, error_response, json_response
 from recengine.web.routing import Router, validated_body
 from recengine.web.schemas_editorial import EditorialModels, FeedbackCounted, FeedbackIn
 from recengine.web.services import EXTENSION, Services, services
@@ -94,9 +92,6 @@ def init_app(router: Router, models: EditorialModels) -> None:
 # -- on recengine's worker: answered on the event loop -------------------------------------
 
 
-Answerer = Callable[[Head, bytes, Any, bool], Awaitable[Outcome | None]]
-
-
 def beacon_answerer(app: Any) -> Answerer | None:
     """The worker's coroutine for feedback requests of ``app`` (None: not a recengine app,
     or feedback is off). It answers None for a request it leaves to the app (not this path,
@@ -139,14 +134,4 @@ def _parse(model: type[FeedbackIn], raw: bytes) -> FeedbackIn:
 
 
 def _ok(body: dict[str, Any], keep_alive: bool) -> bytes:
-    payload = json.dumps(body).encode()
-    lines = [
-        f"HTTP/1.1 200 {REASONS.get(200, 'OK')}",
-        f"Date: {formatdate(usegmt=True)}",
-        "Content-Type: application/json",
-        f"Content-Length: {len(payload)}",
-        f"Connection: {'keep-alive' if keep_alive else 'close'}",
-        "X-Content-Type-Options: nosniff",
-        f"X-Recengine-Worker: {os.getpid()}",
-    ]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
+    return json_response(200, json.dumps(body).encode(), keep_alive=keep_alive)

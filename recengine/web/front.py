@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from email.utils import formatdate
 
@@ -69,17 +70,50 @@ def error_response(
 ) -> bytes:
     """A complete ``Connection: close`` response with the JSON error body."""
     body = json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False).encode()
+    return json_response(status, body, keep_alive=False, headers=headers)
+
+
+def json_response(
+    status: int, body: bytes, *, keep_alive: bool, headers: dict[str, str] | None = None
+) -> bytes:
+    """A complete response with a JSON ``body``, answered on the loop (errors, beacons)."""
+    fields = [
+        ("Content-Type", "application/json"),
+        ("Content-Length", str(len(body))),
+        ("X-Content-Type-Options", "nosniff"),
+        ("X-Recengine-Worker", str(os.getpid())),
+        *(headers or {}).items(),
+    ]
+    reason = REASONS.get(status, "OK" if status < 400 else "Error")
+    return response_bytes(f"{status} {reason}", fields, body, keep_alive=keep_alive)
+
+
+def response_bytes(
+    status: str, headers: Iterable[tuple[str, str]], body: bytes, *, keep_alive: bool
+) -> bytes:
+    """A complete HTTP/1.1 response: ``status`` (``"200 OK"``), ``Date`` and ``Connection``
+    (as gunicorn writes them), then ``headers`` (``Content-Length`` among them) and ``body``."""
     lines = [
-        f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}",
+        f"HTTP/1.1 {status}",
         f"Date: {formatdate(usegmt=True)}",
-        "Content-Type: application/json",
-        f"Content-Length: {len(body)}",
-        "Connection: close",
-        "X-Content-Type-Options: nosniff",
-        f"X-Recengine-Worker: {os.getpid()}",
-        *(f"{name}: {value}" for name, value in (headers or {}).items()),
+        f"Connection: {'keep-alive' if keep_alive else 'close'}",
+        *(f"{name}: {value}" for name, value in headers),
     ]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def request_headers(raw: bytes) -> dict[str, str]:
+    """The headers of a request head, by lower-case name (a repeated one joined with ``", "``,
+    as RFC 9110 5.3 allows), for what is answered on the loop without gunicorn's parser."""
+    found: dict[str, str] = {}
+    for line in raw.lstrip(b"\r\n").split(b"\r\n")[1:]:
+        name, sep, value = line.partition(b":")
+        if not sep:
+            continue
+        key = name.strip().lower().decode("latin-1")
+        text = value.strip().decode("latin-1")
+        found[key] = f"{found[key]}, {text}" if key in found else text
+    return found
 
 
 @dataclass(frozen=True)
@@ -89,6 +123,7 @@ class Head:
     raw: bytes
     method: str
     path: str
+    version: str  # "HTTP/1.1" as sent ("" when the request line has none)
     length: int
     chunked: bool
     expect_continue: bool
@@ -133,6 +168,7 @@ def _frame(raw: bytes, limits: Limits) -> Head:
     parts = line.split(b" ")
     method = parts[0].decode("latin-1")
     path = parts[1].decode("latin-1") if len(parts) > 1 else ""
+    version = parts[2].decode("latin-1") if len(parts) > 2 else ""
     lengths: set[bytes] = set()
     codings: list[bytes] = []
     expect = False
@@ -154,7 +190,7 @@ def _frame(raw: bytes, limits: Limits) -> Head:
     length = int(lengths.pop()) if lengths else 0
     if length > limits.max_body:
         raise HttpError(413, "too_large", too_large_message(limits.max_body))
-    return Head(raw, method, path, length, bool(codings), expect)
+    return Head(raw, method, path, version, length, bool(codings), expect)
 
 
 async def read_body(

@@ -21,10 +21,15 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from gunicorn import glogging
+
+from recengine.web.dispatch import Outcome
+from recengine.web.front import Head, request_headers
 
 CACHE_KEY = "recengine.cache"  # environ: what the answer cache did for this request
 _OURS = "_recengine"
@@ -99,3 +104,49 @@ def access_fields(resp: Any, environ: dict[str, Any], seconds: float) -> dict[st
     if environ.get(CACHE_KEY):
         fields["cache"] = environ[CACHE_KEY]
     return fields
+
+
+def access_wanted(cfg: Any, log: Any) -> bool:
+    """Whether ``log.access`` writes anything with gunicorn's ``cfg`` (as its own test, and
+    :class:`JsonLogger`'s switch): requests answered on the loop skip building the line."""
+    switch = getattr(log, "access_log_enabled", None)
+    if switch is not None:
+        return bool(switch)
+    syslog = cfg.syslog and not cfg.disable_redirect_access_to_syslog
+    configured = cfg.logconfig or cfg.logconfig_dict or getattr(cfg, "logconfig_json", None)
+    return bool(cfg.accesslog or configured or syslog)
+
+
+@dataclass
+class _Message:
+    """What gunicorn's access line reads of a request or a response (``Logger.atoms``)."""
+
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    status: str = ""
+    sent: int | None = None
+
+
+def loop_access(head: Head, outcome: Outcome, client: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """``(request, response, environ)`` for ``Logger.access`` of a request the worker's loop
+    answered itself (``web.hits``, ``web.feedback``), read back from its head and bytes."""
+    headers = request_headers(head.raw)
+    top, _, body = outcome.data.partition(b"\r\n\r\n")
+    lines = top.decode("latin-1").split("\r\n")
+    status = lines[0].split(" ", 1)[1] if " " in lines[0] else lines[0]
+    answered = [(k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in lines[1:])]
+    path, _, query = head.path.partition("?")
+    environ: dict[str, Any] = {
+        f"HTTP_{name.upper().replace('-', '_')}": value for name, value in headers.items()
+    }
+    environ.update(
+        REQUEST_METHOD=head.method,
+        RAW_URI=head.path,
+        PATH_INFO=unquote_to_bytes(path).decode("latin-1"),
+        QUERY_STRING=query,
+        SERVER_PROTOCOL=head.version,
+        REMOTE_ADDR=client[0] if isinstance(client, tuple) and client else str(client),
+    )
+    if outcome.cache:
+        environ[CACHE_KEY] = outcome.cache
+    request = _Message(headers=[(k.upper(), v) for k, v in headers.items()])
+    return request, _Message(answered, status, len(body)), environ

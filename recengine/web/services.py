@@ -60,6 +60,10 @@ class Services:
         rebuilds after a reindex happen in the background while the old index answers)."""
         return LiveIndex(self.settings, self.factory, background=True)
 
+    def opened_index(self) -> LiveIndex | None:
+        """:attr:`index` if it has been built (None: the first read will build it)."""
+        return self.__dict__.get("index")
+
     @cached_property
     def related(self) -> RelatedArticles:
         return RelatedArticles(self.settings, self.index)
@@ -132,8 +136,9 @@ class Services:
     def followers(self) -> dict[str, Follower[Any]]:
         """The derived indexes this worker has opened so far, by kind."""
         opened: list[Follower[Any]] = []
-        if "index" in self.__dict__:  # the cached property has been built
-            opened += [self.index.follower, self.index.dense]
+        index = self.opened_index()
+        if index is not None:
+            opened += [index.follower, index.dense]
         if self._ingester is not None:
             dedup = self._ingester.dedup
             opened += [dedup.index, dedup.passages, dedup.canonicals]

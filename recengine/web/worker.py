@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import datetime
 import os
 import queue
 import socket
@@ -58,6 +59,8 @@ from recengine.web.front import (
     read_head,
 )
 from recengine.web.health import HEALTH_PATH
+from recengine.web.hits import hit_answerer
+from recengine.web.logs import access_wanted, loop_access
 from recengine.web.services import services_of
 from recengine.web.slots import Slots
 
@@ -134,10 +137,13 @@ class Worker(base.Worker):  # type: ignore[misc]
             web.queue_target_seconds if codel else None,
             web.queue_interval_seconds if codel else None,
         )
-        self.beacons = beacon_answerer(self.wsgi)  # feedback: answered here, not on a thread
+        # answered on this loop, not on a thread: cache hits, then feedback beacons
+        found_answerers = (hit_answerer(self.wsgi), beacon_answerer(self.wsgi))
+        self.answerers = [answerer for answerer in found_answerers if answerer is not None]
+        self.access_wanted = access_wanted(self.cfg, self.log)
         self.pool = _Pool(self.cfg.threads)
         self.connections = 0
-        self.parked = 0  # connections whose beacon waits for its commit
+        self.parked = 0  # connections whose request an answerer of the loop holds
         self.idle: set[asyncio.Task[None]] = set()
         self.shed_reported, self.shed_report_at = 0, time.monotonic()
         asyncio.run(self._serve())
@@ -260,23 +266,42 @@ class Worker(base.Worker):  # type: ignore[misc]
             finally:
                 self.idle.discard(task)
             keep = self.alive and self.limits.keepalive > 0
-            fast = await self._beacon(head, data, client, keep)
-            outcome = fast or await self._dispatch(head.path, data, client, server)
+            started = time.perf_counter()
+            outcome = await self._on_loop(head, data, client, keep)
+            if outcome is not None:
+                self._log_access(head, outcome, client, started)
+            else:
+                outcome = await self._dispatch(head.path, data, client, server)
             await self._send(writer, outcome.data)
             if not outcome.keep_alive:
                 return
             first = False
 
-    async def _beacon(self, head: Any, data: bytes, client: Any, keep: bool) -> Outcome | None:
-        """The feedback answerer's outcome (None: not a beacon), the connection parked
-        (not counted by the accept delay) while it waits for the group commit."""
-        if self.beacons is None:
-            return None
+    async def _on_loop(self, head: Any, data: bytes, client: Any, keep: bool) -> Outcome | None:
+        """The first answerer's outcome (None: the request goes to a thread), the connection
+        parked meanwhile (not counted by the accept delay: a beacon waiting for its group
+        commit costs this worker nothing)."""
         self.parked += 1
         try:
-            return await self.beacons(head, data, client, keep)
+            for answerer in self.answerers:
+                outcome = await answerer(head, data, client, keep)
+                if outcome is not None:
+                    self._count_request()
+                    return outcome
+            return None
         finally:
             self.parked -= 1
+
+    def _log_access(self, head: Any, outcome: Outcome, client: Any, started: float) -> None:
+        """The access line of a request answered on the loop, as the app's would be."""
+        if not self.access_wanted:
+            return
+        seconds = time.perf_counter() - started
+        try:
+            request, response, environ = loop_access(head, outcome, client)
+            self.log.access(response, request, environ, datetime.timedelta(seconds=seconds))
+        except Exception:
+            self.log.exception("could not write an access line")
 
     async def _send(self, writer: asyncio.StreamWriter, data: bytes) -> None:
         writer.write(data)

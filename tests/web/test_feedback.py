@@ -156,8 +156,8 @@ def test_connections_parked_on_a_group_commit_do_not_delay_accepting() -> None:
         if len(seen) == 2:
             raise ConnectionResetError
 
-    worker.beacons = answerer
-    assert asyncio.run(worker._beacon(None, b"", None, True)) is None
+    worker.answerers = [answerer]
+    assert asyncio.run(worker._on_loop(None, b"", None, True)) is None
     with pytest.raises(ConnectionResetError):
-        asyncio.run(worker._beacon(None, b"", None, True))
+        asyncio.run(worker._on_loop(None, b"", None, True))
     assert seen == [1, 1] and worker.parked == 0

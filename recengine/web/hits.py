@@ -1,0 +1,73 @@
+"""Cache hits answered on the worker's event loop: no thread, no parser, no Flask, no SQL.
+
+A widget's reads are mostly the same popular lists, and a stored answer costs microseconds to
+send; on a thread it costs the hand-off to the pool and back, gunicorn's parser, the WSGI
+environ and response, the middleware and the freshness check: about as much CPU as the
+loop's own reading and writing together, so on 2 cores the server answered ~850 cached lists
+a second and shed the rest (``BENCHMARKS.md``, issue 17). Here the worker (``web.worker``)
+hands every complete request to :func:`hit_answerer`'s coroutine first, which sends the stored
+answer when all of this holds, and otherwise leaves the request to a thread, where the app
+checks, computes or reads it as always:
+
+* ``GET`` or ``HEAD`` in HTTP/1.1, no body, an origin-form target (``/...``) of a cacheable
+  route (``web.answers.ROUTES``: related lists, duplicate clusters);
+* reads need no key, or the one sent is right (``web.auth.check_key``);
+* the index is open and no position check is due (``LiveIndex.fresh_position``): the loop never
+  waits on SQL, so a check that is due is made by the next request on a thread, as before;
+* the cache holds the answer at that position (same key as the app's: the target as sent and
+  ``Origin``).
+
+What is sent is what the app's cache path sends (``web.answers.reply``): the stored status,
+headers (``ETag``, ``Cache-Control``, CORS) and body, ``304`` for a matching
+``If-None-Match``, no body for ``HEAD``; counted in the same metrics (``hit``), and logged by
+the worker like every answer of the loop. ``Server`` is not sent (gunicorn's
+``pre_request``/``post_request`` hooks do not run for these answers either).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from recengine.web.answers import CachedReads, operation, reply
+from recengine.web.dispatch import Answerer, Outcome
+from recengine.web.front import Head, request_headers, response_bytes
+
+
+def hit_answerer(app: Any) -> Answerer | None:
+    """The worker's coroutine for cache hits of ``app`` (None: not a recengine app, or the
+    answer cache is off); it answers None for every request it leaves to the app."""
+    reads = getattr(app, "wsgi_app", None)
+    if not isinstance(reads, CachedReads) or not reads.services.settings.cache.enabled:
+        return None
+
+    async def answer(head: Head, data: bytes, client: Any, keep_alive: bool) -> Outcome | None:
+        return answer_hit(reads, head, keep_alive)
+
+    return answer
+
+
+def answer_hit(reads: CachedReads, head: Head, keep_alive: bool) -> Outcome | None:
+    """The response to ``head`` from the cache of ``reads``, or None (module docstring)."""
+    if head.method not in ("GET", "HEAD") or head.version != "HTTP/1.1":
+        return None
+    target = head.path
+    if head.length or head.chunked or not target.startswith("/") or "#" in target:
+        return None
+    path = target.split("?", 1)[0]
+    if "%" in path:  # as gunicorn's PATH_INFO: percent-decoded, read as latin-1
+        path = unquote_to_bytes(path).decode("latin-1")
+    op = operation(head.method, path)
+    if op is None:
+        return None
+    started = time.perf_counter()
+    headers = request_headers(head.raw)
+    stored = reads.stored_now(op, (target, headers.get("origin", "")), headers.get("authorization"))
+    if stored is None:
+        return None
+    status, fields, body = reply(stored, head.method, headers.get("if-none-match"))
+    keep = keep_alive and "close" not in headers.get("connection", "").lower()
+    data = response_bytes(status, fields, body, keep_alive=keep)
+    reads.observe(op, head.method, status, started, "hit")
+    return Outcome(data, keep, cache="hit")

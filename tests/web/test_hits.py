@@ -1,0 +1,141 @@
+"""Cache hits answered on the worker's event loop (``web.hits``), against a real server.
+
+One worker with one thread, that thread held by a write waiting for the database's lock: a
+request the loop answers is still answered, one that needs a thread is shed (503). So what
+is asserted is where each request was answered, not how fast. The position check is set far
+beyond the test (``index.sync_interval_s``), so no check falls due and the loop may answer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine
+
+from recengine.config import Settings
+from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.reindex import reindex
+from recengine.storage.db import make_session_factory
+from tests.factories import javaguide_records, record
+from tests.web.conftest import AUTH
+from tests.web.serving import Reply, call, served
+from tests.web.test_serve import server_env
+from tests.web.test_slow_clients import (
+    READ_TIMEOUT,
+    connect,
+    serve_args,
+    wait_until_busy,
+    write_lock,
+)
+
+VARYING = {"date", "server"}  # what a thread's answer and the loop's may differ in
+
+
+def raw_get(base: str, path: str, version: str = "HTTP/1.1") -> int:
+    """The status of a GET sent as raw bytes (``version`` in the request line)."""
+    with connect(base) as sock:
+        sock.sendall(f"GET {path} {version}\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    return int(received.split(b" ", 2)[1])
+
+
+def same_answer(a: Reply, b: Reply) -> bool:
+    drop = {k: v for k, v in a.headers.items() if k not in VARYING}
+    return (
+        a.status == b.status
+        and a.body == b.body
+        and drop == {k: v for k, v in b.headers.items() if k not in VARYING}
+    )
+
+
+def test_cache_hits_are_answered_on_the_loop_while_every_thread_is_busy(
+    settings: Settings, engine: Engine, featurizer: Featurizer, data_dir: Path
+) -> None:
+    factory = make_session_factory(engine)
+    records = javaguide_records(data_dir, 20)
+    Ingester(factory, featurizer).ingest_records(records)
+    reindex(factory=factory, featurizer=featurizer)
+    path = f"/api/v1/articles/{records[3]['id']}/related?k=5"
+    env = server_env(
+        settings,
+        RECENGINE_INDEX__SYNC_INTERVAL_S="3600",
+        RECENGINE_INDEX__LISTEN="false",
+        RECENGINE_WEB__QUEUE_TIMEOUT_SECONDS="0.2",
+        RECENGINE_LOG__ACCESS="true",
+        RECENGINE_LOG__FORMAT="json",
+    )
+    with served(serve_args(workers=1, threads=1), env) as server:
+        computed = call(server.url, "GET", path)  # on the thread: computed, stored
+        assert computed.status == 200 and computed.json()["items"]
+        hit = call(server.url, "GET", path)
+        assert same_answer(computed, hit), (computed.headers, hit.headers)
+        etag = hit.headers["etag"]
+        head = call(server.url, "HEAD", path)
+        assert head.status == 200 and head.body == b""
+        assert head.headers["content-length"] == str(len(hit.body))
+
+        results: dict[str, Any] = {}
+        with write_lock(settings, engine):
+            writer = threading.Thread(
+                target=lambda: results.update(
+                    write=call(server.url, "POST", "/api/v1/articles", [record(1)], AUTH)
+                )
+            )
+            writer.start()
+            wait_until_busy(server.url)  # the one thread waits for the lock
+            busy = call(server.url, "GET", path)
+            assert same_answer(hit, busy)  # the loop answered: no thread was free
+            revalidated = call(server.url, "GET", path, headers={"If-None-Match": etag})
+            assert revalidated.status == 304 and revalidated.body == b""
+            assert revalidated.headers["etag"] == etag
+            assert "content-type" not in revalidated.headers
+            # not stored, or not for the loop: shed, as every request needing a thread
+            assert call(server.url, "GET", path.replace("k=5", "k=4")).status == 503
+            assert raw_get(server.url, path, "HTTP/1.0") == 503
+            assert call(server.url, "POST", path, {}).status == 503
+        writer.join(READ_TIMEOUT)
+        assert results["write"].status == 200
+        # the write moved the index (writes always check): the list is computed again
+        assert call(server.url, "GET", path).status == 200
+        lines = [json.loads(line) for line in server.log if line.startswith('{"time"')]
+        loop_lines = [
+            line
+            for line in lines
+            if line.get("type") == "access" and line.get("cache") == "hit" and line["status"] == 304
+        ]
+        assert loop_lines and loop_lines[0]["path"] == path.split("?")[0]
+        assert loop_lines[0]["query"] == "k=5"
+
+
+def test_without_a_settled_position_every_hit_goes_through_a_thread(
+    settings: Settings, engine: Engine, featurizer: Featurizer, data_dir: Path
+) -> None:
+    """With the per-request check (the default without change notifications), a hit is read
+    on a thread: the loop never waits on SQL."""
+    factory = make_session_factory(engine)
+    records = javaguide_records(data_dir, 12)
+    Ingester(factory, featurizer).ingest_records(records)
+    reindex(factory=factory, featurizer=featurizer)
+    path = f"/api/v1/articles/{records[2]['id']}/related?k=5"
+    env = server_env(
+        settings,
+        RECENGINE_INDEX__LISTEN="false",
+        RECENGINE_WEB__QUEUE_TIMEOUT_SECONDS="0.2",
+    )
+    with served(serve_args(workers=1, threads=1), env) as server:
+        assert call(server.url, "GET", path).status == 200
+        assert call(server.url, "GET", path).status == 200  # a hit, read on the thread
+        with write_lock(settings, engine):
+            writer = threading.Thread(
+                target=lambda: call(server.url, "POST", "/api/v1/articles", [record(1)], AUTH)
+            )
+            writer.start()
+            wait_until_busy(server.url)
+            assert call(server.url, "GET", path).status == 503
+        writer.join(READ_TIMEOUT)
