@@ -435,6 +435,9 @@ def add(rows: dict[str, Any], name: str, r: dict[str, Any]) -> None:
     cache = r.get("cache") or {}
     served = sum(cache.values())
     hits = f"  cache hits {cache.get('hit', 0) / served:.0%} of {served:.0f}" if served else ""
+    by_status = r.get("p99_ms_by_status") or {}
+    if "304" in by_status:  # revalidated hits apart from computed lists
+        hits += "; p99 " + ", ".join(f"{k} {v:.1f} ms" for k, v in by_status.items())
     print(
         f"{name:36} {r['throughput_rps']:6.1f} {r['ok_rps']:6.1f} {r['p50_ms']:7.2f} "
         f"{r['p99_ms']:8.2f} {r['max_ms']:8.1f} {r['ok_p99_ms']:8.2f} "

@@ -41,6 +41,7 @@ class Result:
     latencies: list[float] = field(default_factory=list)
     ok_latencies: list[float] = field(default_factory=list)
     shed_latencies: list[float] = field(default_factory=list)
+    by_status: dict[int, list[float]] = field(default_factory=dict)
     statuses: dict[int, int] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
     workers: dict[str, int] = field(default_factory=dict)
@@ -70,6 +71,10 @@ class Result:
             "errors": self.failed,
             "error_kinds": {**{str(k): v for k, v in self.statuses.items()}, **self.errors},
             "workers": dict(sorted(self.workers.items())),
+            # e.g. 304 (revalidated cache hits) apart from 200 (computed lists and first hits)
+            "p99_ms_by_status": {
+                str(k): quantile(v, 0.99) * 1e3 for k, v in sorted(self.by_status.items())
+            },
         }
 
 
@@ -174,6 +179,7 @@ async def _run(
             elif status == SHED:
                 result.shed_latencies.append(took)
             result.statuses[status] = result.statuses.get(status, 0) + 1
+            result.by_status.setdefault(status, []).append(took)
             result.workers[worker] = result.workers.get(worker, 0) + 1
         except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
             name = type(exc).__name__  # TimeoutError: no answer within `timeout`
