@@ -50,7 +50,9 @@ server's own count of cache hits and misses (``/metrics``) is printed beside eac
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
+import multiprocessing
 import os
 import random
 import re
@@ -207,7 +209,16 @@ def server(
 
 
 def in_process(settings: Settings, paths: list[str]) -> dict[str, float]:
-    """The same requests through Flask's test client: the application's own cost."""
+    """The same requests through Flask's test client: the application's own cost. Run in a
+    child process: an app left in the generator's process (its index, listener and feedback
+    threads) stalled the generator's loop (hits alone at 1,000/s: p99 ~170-230 ms here, ~2 ms
+    from a process holding no app)."""
+    spawn = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
+        return pool.submit(_in_process, settings, paths).result()
+
+
+def _in_process(settings: Settings, paths: list[str]) -> dict[str, float]:
     client = create_app(settings).test_client()
     for path in paths[:50]:
         client.get(path)  # warm caches, load models and indexes
@@ -232,9 +243,15 @@ def load(base: str, paths: list[str], rate: float, args: argparse.Namespace) -> 
     }
     loadgen.run(base, paths, seconds=args.warmup, seed=1, **common)
     before = cache_counts(base)
-    summary = loadgen.run(base, paths, seconds=args.seconds, seed=2, **common).summary()
+    cpu = feedback_mix.cpu_seconds(SERVER_PIDS[base])
+    result = loadgen.run(base, paths, seconds=args.seconds, seed=2, **common)
+    cpu = feedback_mix.cpu_seconds(SERVER_PIDS[base]) - cpu
+    summary = result.summary()
     after = cache_counts(base)
     summary["cache"] = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    # the server's CPU (master and workers, /proc) per answered request: what a request costs
+    # whatever else the machine is doing
+    summary["server_cpu_us"] = cpu / max(1, len(result.latencies)) * 1e6
     return summary
 
 
@@ -247,6 +264,8 @@ def path_of(endpoint: str, article_id: str) -> str:
 def mixed_paths(ids: list[str], hit_mix: float) -> list[str]:
     """``hit_mix`` of the draws on ``HOT`` popular lists, the rest on distinct ``(id, k)``."""
     hot = [path_of("related", i) for i in ids[:HOT]]
+    if hit_mix >= 1:
+        return hot
     cold = [f"/api/v1/articles/{quote(i)}/related?k={k}" for i in ids[HOT:] for k in range(5, 30)]
     repeat = max(1, round(hit_mix / (1 - hit_mix) * len(cold) / len(hot)))
     return cold + hot * repeat
@@ -435,6 +454,8 @@ def add(rows: dict[str, Any], name: str, r: dict[str, Any]) -> None:
     cache = r.get("cache") or {}
     served = sum(cache.values())
     hits = f"  cache hits {cache.get('hit', 0) / served:.0%} of {served:.0f}" if served else ""
+    if "server_cpu_us" in r:
+        hits += f"; server CPU {r['server_cpu_us']:.0f} us/request"
     by_status = r.get("p99_ms_by_status") or {}
     if "304" in by_status:  # revalidated hits apart from computed lists
         hits += "; p99 " + ", ".join(f"{k} {v:.1f} ms" for k, v in by_status.items())
