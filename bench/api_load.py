@@ -210,9 +210,8 @@ def server(
 
 def in_process(settings: Settings, paths: list[str]) -> dict[str, float]:
     """The same requests through Flask's test client: the application's own cost. Run in a
-    child process: an app left in the generator's process (its index, listener and feedback
-    threads) stalled the generator's loop (hits alone at 1,000/s: p99 ~170-230 ms here, ~2 ms
-    from a process holding no app)."""
+    child process, so that no app (its index, its listener and feedback threads) is left in
+    the generator's process beside the load it measures."""
     spawn = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
         return pool.submit(_in_process, settings, paths).result()
