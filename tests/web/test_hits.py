@@ -9,7 +9,6 @@ beyond the test (``index.sync_interval_s``), so no check falls due and the loop 
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +19,10 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.reindex import reindex
 from recengine.storage.db import make_session_factory
-from tests.factories import javaguide_records, record
-from tests.web.conftest import AUTH
+from tests.factories import javaguide_records
 from tests.web.serving import Reply, call, served
 from tests.web.test_serve import server_env
-from tests.web.test_slow_clients import (
-    READ_TIMEOUT,
-    connect,
-    serve_args,
-    wait_until_busy,
-    write_lock,
-)
+from tests.web.test_slow_clients import connect, serve_args, thread_held
 
 VARYING = {"date", "server"}  # what a thread's answer and the loop's may differ in
 
@@ -45,6 +37,15 @@ def raw_get(base: str, path: str, version: str = "HTTP/1.1") -> int:
     return int(received.split(b" ", 2)[1])
 
 
+def indexed_path(engine: Engine, featurizer: Featurizer, data_dir: Path) -> str:
+    """20 real articles stored and indexed; the path of one's related list (k = 5)."""
+    factory = make_session_factory(engine)
+    records = javaguide_records(data_dir, 20)
+    Ingester(factory, featurizer).ingest_records(records)
+    reindex(factory=factory, featurizer=featurizer)
+    return f"/api/v1/articles/{records[3]['id']}/related?k=5"
+
+
 def same_answer(a: Reply, b: Reply) -> bool:
     drop = {k: v for k, v in a.headers.items() if k not in VARYING}
     return (
@@ -57,11 +58,7 @@ def same_answer(a: Reply, b: Reply) -> bool:
 def test_cache_hits_are_answered_on_the_loop_while_every_thread_is_busy(
     settings: Settings, engine: Engine, featurizer: Featurizer, data_dir: Path
 ) -> None:
-    factory = make_session_factory(engine)
-    records = javaguide_records(data_dir, 20)
-    Ingester(factory, featurizer).ingest_records(records)
-    reindex(factory=factory, featurizer=featurizer)
-    path = f"/api/v1/articles/{records[3]['id']}/related?k=5"
+    path = indexed_path(engine, featurizer, data_dir)
     env = server_env(
         settings,
         RECENGINE_INDEX__SYNC_INTERVAL_S="3600",
@@ -81,14 +78,7 @@ def test_cache_hits_are_answered_on_the_loop_while_every_thread_is_busy(
         assert head.headers["content-length"] == str(len(hit.body))
 
         results: dict[str, Any] = {}
-        with write_lock(settings, engine):
-            writer = threading.Thread(
-                target=lambda: results.update(
-                    write=call(server.url, "POST", "/api/v1/articles", [record(1)], AUTH)
-                )
-            )
-            writer.start()
-            wait_until_busy(server.url)  # the one thread waits for the lock
+        with thread_held(server.url, settings, engine, results):
             busy = call(server.url, "GET", path)
             assert same_answer(hit, busy)  # the loop answered: no thread was free
             revalidated = call(server.url, "GET", path, headers={"If-None-Match": etag})
@@ -99,7 +89,6 @@ def test_cache_hits_are_answered_on_the_loop_while_every_thread_is_busy(
             assert call(server.url, "GET", path.replace("k=5", "k=4")).status == 503
             assert raw_get(server.url, path, "HTTP/1.0") == 503
             assert call(server.url, "POST", path, {}).status == 503
-        writer.join(READ_TIMEOUT)
         assert results["write"].status == 200
         # the write moved the index (writes always check): the list is computed again
         assert call(server.url, "GET", path).status == 200
@@ -118,11 +107,7 @@ def test_without_a_settled_position_every_hit_goes_through_a_thread(
 ) -> None:
     """With the per-request check (the default without change notifications), a hit is read
     on a thread: the loop never waits on SQL."""
-    factory = make_session_factory(engine)
-    records = javaguide_records(data_dir, 12)
-    Ingester(factory, featurizer).ingest_records(records)
-    reindex(factory=factory, featurizer=featurizer)
-    path = f"/api/v1/articles/{records[2]['id']}/related?k=5"
+    path = indexed_path(engine, featurizer, data_dir)
     env = server_env(
         settings,
         RECENGINE_INDEX__LISTEN="false",
@@ -131,11 +116,5 @@ def test_without_a_settled_position_every_hit_goes_through_a_thread(
     with served(serve_args(workers=1, threads=1), env) as server:
         assert call(server.url, "GET", path).status == 200
         assert call(server.url, "GET", path).status == 200  # a hit, read on the thread
-        with write_lock(settings, engine):
-            writer = threading.Thread(
-                target=lambda: call(server.url, "POST", "/api/v1/articles", [record(1)], AUTH)
-            )
-            writer.start()
-            wait_until_busy(server.url)
+        with thread_held(server.url, settings, engine, {}):
             assert call(server.url, "GET", path).status == 503
-        writer.join(READ_TIMEOUT)

@@ -167,7 +167,10 @@ def test_chunked_and_pipelined_requests_and_encoded_ids_through_the_worker(
 
 @contextmanager
 def write_lock(settings: Settings, engine: Engine) -> Iterator[None]:
-    """Hold the database's write lock from this process: a write through the server waits."""
+    """Hold the database's write lock from this process: a write through the server waits,
+    reads go on (PostgreSQL's EXCLUSIVE mode lets plain reads of the table through, as
+    SQLite's reserved lock does; a read that waited too would take the server's one thread
+    when it came before the write)."""
     url = settings.resolved_database_url
     if url.startswith("sqlite"):
         conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
@@ -179,7 +182,7 @@ def write_lock(settings: Settings, engine: Engine) -> Iterator[None]:
             conn.close()
     else:
         with engine.connect() as conn, conn.begin():
-            conn.execute(text("LOCK TABLE articles IN ACCESS EXCLUSIVE MODE"))
+            conn.execute(text("LOCK TABLE articles IN EXCLUSIVE MODE"))
             yield
 
 
@@ -225,14 +228,7 @@ def test_past_capacity_requests_are_shed_with_503_and_health_is_not(
     with served(serve_args(workers=1, threads=1), env) as server:
         assert call(server.url, "GET", "/api/v1/health").status == 200
         results: dict[str, Any] = {}
-        with write_lock(sqlite_settings, engine):
-            writer = threading.Thread(
-                target=lambda: results.update(
-                    write=call(server.url, "POST", "/api/v1/articles", [record(1)], AUTH)
-                )
-            )
-            writer.start()
-            wait_until_busy(server.url)
+        with thread_held(server.url, sqlite_settings, engine, results):
             shed = call(server.url, "GET", "/api/v1/articles/a1")
             assert shed.status == 503 and shed.json()["error"]["code"] == "overloaded"
             assert shed.headers["retry-after"] == "1"
@@ -240,10 +236,27 @@ def test_past_capacity_requests_are_shed_with_503_and_health_is_not(
                 target=lambda: results.update(health=call(server.url, "GET", "/api/v1/health"))
             )
             health.start()
-        writer.join(READ_TIMEOUT)
         health.join(READ_TIMEOUT)
         assert results["write"].status == 200 and results["health"].status == 200
     engine.dispose()
+
+
+@contextmanager
+def thread_held(
+    base: str, settings: Settings, engine: Engine, results: dict[str, Any]
+) -> Iterator[None]:
+    """The one thread of a one-thread server held by a write waiting for the database's lock,
+    while the block runs; then the write goes on (its answer: ``results["write"]``)."""
+    with write_lock(settings, engine):
+        writer = threading.Thread(
+            target=lambda: results.update(
+                write=call(base, "POST", "/api/v1/articles", [record(1)], AUTH)
+            )
+        )
+        writer.start()
+        wait_until_busy(base)
+        yield
+    writer.join(READ_TIMEOUT)
 
 
 def wait_until_busy(base: str) -> None:
