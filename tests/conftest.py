@@ -134,10 +134,15 @@ SHARED_SPARK = ("tests/test_spark.py", "tests/test_overrides_clusters.py")
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadfile`` with the files of ``SHARED_SPARK`` in one work unit."""
+    """``--dist loadfile`` with the files of ``SHARED_SPARK`` in one work unit, and the work
+    units handed out in collection order (slow files first, ``pytest_collection_modifyitems``):
+    xdist's default ``--loadscope-reorder`` puts the files with most tests first, which left
+    the one-test slow files (the Spark cluster, ~50 s) to end the run on one worker."""
     if config.getoption("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
+
+    config.option.loadscopereorder = False
 
     class SharedSparkScheduling(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
