@@ -113,6 +113,45 @@ def featurizer(settings: Settings, tokenizer: Tokenizer) -> Featurizer:
     return Featurizer(settings, tokenizer)
 
 
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local Spark (``local[2]``) for every test that needs it in this process: a JVM start
+    and its Python workers cost seconds of CPU. Session-scoped, so the files that use it run on
+    one xdist worker (``SHARED_SPARK``) and start it once."""
+    from recengine.config import SparkSettings
+    from recengine.pipeline.spark.session import spark_session
+
+    session, created = spark_session(SparkSettings(master="local[2]", partitions=4))
+    yield session
+    if created:
+        session.stop()
+
+
+# Test files using the ``spark`` fixture: ``--dist loadfile`` hands them to one worker as one
+# unit (``pytest_xdist_make_scheduler``), so that the session's JVM starts once, not per file.
+SHARED_SPARK = ("tests/test_spark.py", "tests/test_overrides_clusters.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` with the files of ``SHARED_SPARK`` in one work unit, and the work
+    units handed out in collection order (slow files first, ``pytest_collection_modifyitems``):
+    xdist's default ``--loadscope-reorder`` puts the files with most tests first, which left
+    the one-test slow files (the Spark cluster, ~50 s) to end the run on one worker."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    config.option.loadscopereorder = False
+
+    class SharedSparkScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return SHARED_SPARK[0] if scope in SHARED_SPARK else scope
+
+    return SharedSparkScheduling(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Files holding slow tests first (stable: each file keeps its order). ``scripts/test``
     hands whole files to its workers in collection order (pytest-xdist ``--dist loadfile``), so

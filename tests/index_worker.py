@@ -4,6 +4,12 @@ Used by ``tests/test_index_conformance.py``: two of these play two server proces
 holds the follower of one kind (for the near-duplicate candidate kinds, radius and passages,
 the one its ingester's clusters use, so writes sync it inside their transactions) and runs
 the operations it is sent.
+
+A process serves one test after another (``open`` ... ``close``): a spawned interpreter's
+imports and dictionary load cost about a second of CPU, and the module's 20 tests started 40 of
+them. Each ``open`` builds the engine, follower, deduplicator and ingester anew from the test's
+settings; only the tokenizer is kept, as a server process keeps its one tokenizer
+(``web.services``) across requests.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from recengine.config import load_settings
+from recengine.config import Settings, load_settings
 from recengine.derived.registry import followers
 from recengine.index.follower import Follower
 from recengine.pipeline.dedup import Deduplicator
@@ -25,6 +31,7 @@ from recengine.storage.articles import get_article, soft_delete
 from recengine.storage.db import make_engine, make_session_factory, transaction
 from recengine.storage.index_rows import SqlIndexRows
 from recengine.storage.state import begin_write
+from recengine.text.tokenize import Tokenizer, build_tokenizer
 
 
 class Rollback(Exception):
@@ -41,12 +48,31 @@ def canonical(follower: Follower[Any]) -> dict[str, bytes]:
     return {**out, "size": str(follower.kind.size(held.index)).encode()}
 
 
-def serve(conn: Connection, overrides: dict[str, Any], kind: str) -> None:
-    """Run operations from ``conn`` until ``("stop",)``; answer each with its result."""
-    settings = load_settings(overrides)
+def serve(conn: Connection) -> None:
+    """Serve tests from ``conn`` until ``("stop",)``: each ``("open", overrides, kind)`` is
+    answered, then its operations run (:func:`follow`) until ``("close",)``."""
+    tokenizers: dict[str, Tokenizer] = {}  # by their settings (the same for every test now)
+    try:
+        while True:
+            op, *args = conn.recv()
+            if op == "stop":
+                break
+            assert op == "open", f"expected open, got {op}"
+            overrides, kind = args
+            settings = load_settings(overrides)
+            key = settings.tokenizer.model_dump_json()
+            if key not in tokenizers:
+                tokenizers[key] = build_tokenizer(settings.tokenizer)
+            follow(conn, settings, kind, Featurizer(settings, tokenizers[key]))
+    finally:
+        conn.close()
+
+
+def follow(conn: Connection, settings: Settings, kind: str, featurizer: Featurizer) -> None:
+    """Hold a new follower of ``kind`` and run operations from ``conn`` on it until
+    ``("close",)``; answer each with its result (``close`` once all is released)."""
     engine = make_engine(settings.resolved_database_url)
     factory = make_session_factory(engine)
-    featurizer = Featurizer(settings)
     follower = followers(settings)[kind]
     # the candidate indexes of clusters, and the canonicals' one
     sources = {"neardup": "index", "passages": "passages", "canonicals": "canonicals"}
@@ -83,7 +109,7 @@ def serve(conn: Connection, overrides: dict[str, Any], kind: str) -> None:
     try:
         while True:
             op, *args = conn.recv()
-            if op == "stop":
+            if op == "close":
                 break
             try:
                 conn.send(("ok", ops[op](*args)))
@@ -92,4 +118,4 @@ def serve(conn: Connection, overrides: dict[str, Any], kind: str) -> None:
     finally:
         ingester.close()
         engine.dispose()
-        conn.close()
+    conn.send(("ok", None))

@@ -30,23 +30,29 @@ DENSE = {"min_articles": 10, "dims": 8}
 
 
 class Worker:
-    """One process of :mod:`tests.index_worker`."""
+    """One process of :mod:`tests.index_worker`: it serves one test after another, each
+    test's followers opened in it anew (``open``) and released at the end (``close``)."""
 
-    def __init__(self, settings: Settings, kind: str) -> None:
+    def __init__(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.conn, child = context.Pipe()
+        self.proc = context.Process(target=index_worker.serve, args=(child,))
+        self.proc.start()
+        child.close()
+        self.opened = False
+
+    def open(self, settings: Settings, kind: str) -> None:
         overrides = {
             "data_dir": str(settings.data_dir),
             "database_url": settings.database_url,
             "dense": DENSE,
         }
-        context = multiprocessing.get_context("spawn")
-        self.conn, child = context.Pipe()
-        self.proc = context.Process(target=index_worker.serve, args=(child, overrides, kind))
-        self.proc.start()
-        child.close()
+        self.send("open", overrides, kind)
+        self.opened = True
 
-    def __call__(self, op: str, *args: Any) -> Any:
+    def __call__(self, op: str, *args: Any, timeout: float = 600) -> Any:
         self.send(op, *args)
-        return self.result(op)
+        return self.result(op, timeout)
 
     def send(self, op: str, *args: Any) -> None:
         self.conn.send((op, *args))
@@ -56,6 +62,11 @@ class Worker:
         status, value = self.conn.recv()
         assert status == "ok", f"{op} failed in the worker: {value}"
         return value
+
+    def close(self) -> None:
+        """Release the test's follower, ingester and engine (answered once done)."""
+        self.opened = False
+        assert self("close", timeout=60) is None
 
     def stop(self) -> None:
         self.conn.send(("stop",))
@@ -68,15 +79,38 @@ def settings(tmp_path: Path, database_url: str) -> Settings:
     return make_settings(tmp_path, database_url, dense=DENSE)
 
 
+@pytest.fixture(scope="module")
+def processes() -> Iterator[list[Worker]]:
+    """The module's two worker processes, started on first use (``workers``)."""
+    pair: list[Worker] = []
+    yield pair
+    for w in pair:
+        if w.proc.is_alive():
+            w.stop()
+
+
 @pytest.fixture
-def workers(settings: Settings, request: pytest.FixtureRequest) -> Iterator[list[Worker]]:
-    pair = [Worker(settings, request.param), Worker(settings, request.param)]
-    try:
-        yield pair
-    finally:
-        for w in pair:
-            if w.proc.is_alive():
-                w.stop()
+def workers(
+    processes: list[Worker], settings: Settings, request: pytest.FixtureRequest
+) -> Iterator[list[Worker]]:
+    """Two processes, each holding a new follower of the kind on this test's database. A
+    process left in doubt by a failed test (an answer missing or unread) is ended and a new
+    one started for the next test."""
+    while len(processes) < 2:
+        processes.append(Worker())
+    for n, w in enumerate(processes):
+        if not w.proc.is_alive():
+            processes[n] = Worker()
+    for w in processes:
+        w.open(settings, request.param)
+    yield list(processes)
+    for w in processes:
+        if w.opened:
+            try:
+                w.close()
+            except (AssertionError, OSError, EOFError):
+                w.proc.kill()
+                w.proc.join(10)
 
 
 def steps(rng: random.Random, pool: list[dict[str, Any]], n: int) -> Iterator[tuple[Any, ...]]:
@@ -155,4 +189,4 @@ def test_two_processes_a_saved_file_and_a_fresh_build_agree(
     if kind == "dense":  # a real dense part was followed, not an empty one
         assert first["vectors"].endswith(b"float32") and len(first["model.components"]) > 100
     for w in workers:
-        w.stop()
+        w.close()

@@ -101,7 +101,9 @@ def test_after_a_reindex_a_worker_loads_the_file_and_writes_go_on_meanwhile(
     ingester = Ingester(factory, featurizer)
     ingester.ingest_records(records[:30])
     reindex(factory=factory, featurizer=featurizer)
-    a, b = Worker(settings, "neardup"), Worker(settings, "neardup")
+    a, b = Worker(), Worker()
+    for w in (a, b):
+        w.open(settings, "neardup")
     try:
         for w in (a, b):  # both hold the near-duplicate index of the first model
             w("ingest", [repost(records[0], id(w))])
@@ -133,5 +135,6 @@ def test_after_a_reindex_a_worker_loads_the_file_and_writes_go_on_meanwhile(
         assert a.result("ingest") == 1
         assert max(waits) < 10, waits  # generous: each is one small write on a loaded machine
     finally:
-        a.stop()
-        b.stop()
+        for w in (a, b):
+            w.close()
+            w.stop()

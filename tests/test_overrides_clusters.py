@@ -29,9 +29,6 @@ from recengine.storage.state import begin_write, read_state
 from tests.neardup_helpers import clusters, corpus, repost
 from tests.overrides_helpers import add, listing, remove
 from tests.test_rank_blocks import weather
-from tests.test_spark import spark
-
-__all__ = ["spark"]  # test_spark's module-scoped local Spark session, shared as a fixture
 
 
 def _random_graph(rng: random.Random, n: int) -> tuple[dict[int, Any], list[Edge]]:

@@ -1,13 +1,13 @@
 """The Spark engine on a real local Spark (Java 17): the same answer as the local engine.
 
-One SparkSession (``local[2]``) serves every test of this module: a JVM start costs seconds.
+One SparkSession (``local[2]``, the session fixture ``spark`` of ``tests/conftest.py``) serves
+every test of this module and of ``test_overrides_clusters``: a JVM start costs seconds.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.cli import main
 from recengine.cli.context import CliContext
-from recengine.config import Settings, SparkSettings
+from recengine.config import Settings
 from recengine.derived.dense import DenseKind, dense_params
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.dedup import Deduplicator
@@ -27,21 +27,12 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.reindex import reindex
 from recengine.pipeline.spark.job import SparkInput, spark_reindex
-from recengine.pipeline.spark.session import spark_session
 from recengine.storage.features import load_model_payload
 from recengine.storage.index_rows import SqlIndexRows
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 from recengine.storage.state import read_state
 from tests.factories import csl_records, javaguide_records, write_jsonl
 from tests.test_passage_candidates import partial_copies
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    session, created = spark_session(SparkSettings(master="local[2]", partitions=4))
-    yield session
-    if created:
-        session.stop()
 
 
 def engine_state(factory: sessionmaker[Session]) -> tuple[IdfModel, dict[str, Any], dict[int, Any]]:
