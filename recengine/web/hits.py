@@ -2,9 +2,8 @@
 
 A widget's reads are mostly the same popular lists, and a stored answer costs microseconds to
 send; on a thread it costs the hand-off to the pool and back, gunicorn's parser, the WSGI
-environ and response, the middleware and the freshness check: about as much CPU as the
-loop's own reading and writing together, so on 2 cores the server answered ~850 cached lists
-a second and shed the rest (``BENCHMARKS.md``, issue 17). Here the worker (``web.worker``)
+environ and response, the middleware and the freshness check: 604 us of server CPU per cached
+list against 225 us here (measured, ``BENCHMARKS.md``, issue 17). Here the worker (``web.worker``)
 hands every complete request to :func:`hit_answerer`'s coroutine first, which sends the stored
 answer when all of this holds, and otherwise leaves the request to a thread, where the app
 checks, computes or reads it as always:
