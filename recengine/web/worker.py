@@ -12,6 +12,9 @@ main loop, which a thread stuck in a 90 s request does not stop, so nothing was 
   (:mod:`recengine.web.front`: ``web.header_timeout_seconds``, ``web.body_timeout_seconds``,
   408 past them); only a complete request goes to one of ``threads`` threads
   (:mod:`recengine.web.dispatch`), and the loop writes the answer back;
+* some complete requests are answered by the loop itself, with no thread: stored answers whose
+  index needs no check first (:mod:`recengine.web.hits`) and reader-feedback beacons
+  (:mod:`recengine.web.feedback`), each with its access line;
 * a request waits for a thread at most ``web.queue_timeout_seconds`` (``queue_target_seconds``
   while the queue stands), else 503 ``overloaded`` with ``Retry-After``
   (:mod:`recengine.web.slots`); health checks skip the queue;
