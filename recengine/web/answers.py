@@ -186,13 +186,8 @@ class CachedReads:
         (``LiveIndex.fresh_position``: what a thread would answer from at this moment), the
         answer stored at that position. None: the request goes to the app (:meth:`__call__`
         checks and answers it, and counts the miss: none is counted here)."""
-        settings = self.services.settings
         index = self.services.opened_index()
-        if not settings.cache.enabled or index is None:
-            return None
-        try:
-            check_key(settings, authorization, write=False)
-        except RecengineError:
+        if index is None or not self._may_use(authorization):
             return None
         position = index.fresh_position()
         if position is None:
@@ -203,19 +198,28 @@ class CachedReads:
     def _position(self, environ: WSGIEnvironment) -> tuple[int, int] | None:
         """The index's ``(version, seq)`` once caught up (None: no answer may come from the
         cache: reads need a key not sent, no model, a new model is opening, SQL is down)."""
-        settings = self.services.settings
-        if not settings.cache.enabled:
+        if not self._may_use(environ.get("HTTP_AUTHORIZATION")):
             return None
         try:
-            check_key(settings, environ.get("HTTP_AUTHORIZATION"), write=False)
             with self.services.factory() as session:
                 snap = self.services.index.current(session=session)
-        except Exception:  # no key, no model, SQL down...: the app answers the error itself
+        except Exception:  # no model, SQL down...: the app answers the error itself
             return None
         position = self.services.index.follower.position
         if position is None or position.version != snap.version:
             return None
         return snap.version, snap.seq
+
+    def _may_use(self, authorization: str | None) -> bool:
+        """Whether an answer may come from the cache at all: the cache on, and reads allowed
+        with what was sent (else the app answers, the refusal included)."""
+        if not self.services.settings.cache.enabled:
+            return False
+        try:
+            check_key(self.services.settings, authorization, write=False)
+        except RecengineError:
+            return False
+        return True
 
     def _stored(self, capture: _Capture, body: bytes) -> Stored:
         etag = etag_of(body)

@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from email.utils import formatdate
+from urllib.parse import unquote_to_bytes
 
 from recengine.web.errors import too_large_message
 
@@ -100,6 +101,13 @@ def response_bytes(
         *(f"{name}: {value}" for name, value in headers),
     ]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def path_info(target: str) -> str:
+    """The ``PATH_INFO`` gunicorn makes of a request target: its path, percent-decoded, read as
+    latin-1 (PEP 3333), for what is answered on the loop without gunicorn's parser."""
+    path = target.split("?", 1)[0]
+    return unquote_to_bytes(path).decode("latin-1") if "%" in path else path
 
 
 def request_headers(raw: bytes) -> dict[str, str]:

@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import time
 from typing import Any
-from urllib.parse import unquote_to_bytes
 
 from recengine.web.answers import CachedReads, operation, reply
 from recengine.web.dispatch import Answerer, Outcome
-from recengine.web.front import Head, request_headers, response_bytes
+from recengine.web.front import Head, path_info, request_headers, response_bytes
 
 
 def hit_answerer(app: Any) -> Answerer | None:
@@ -54,10 +53,7 @@ def answer_hit(reads: CachedReads, head: Head, keep_alive: bool) -> Outcome | No
     target = head.path
     if head.length or head.chunked or not target.startswith("/") or "#" in target:
         return None
-    path = target.split("?", 1)[0]
-    if "%" in path:  # as gunicorn's PATH_INFO: percent-decoded, read as latin-1
-        path = unquote_to_bytes(path).decode("latin-1")
-    op = operation(head.method, path)
+    op = operation(head.method, path_info(target))
     if op is None:
         return None
     started = time.perf_counter()

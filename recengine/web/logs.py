@@ -24,12 +24,11 @@ import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import unquote_to_bytes
 
 from gunicorn import glogging
 
 from recengine.web.dispatch import Outcome
-from recengine.web.front import Head, request_headers
+from recengine.web.front import Head, path_info, request_headers
 
 CACHE_KEY = "recengine.cache"  # environ: what the answer cache did for this request
 _OURS = "_recengine"
@@ -134,14 +133,14 @@ def loop_access(head: Head, outcome: Outcome, client: Any) -> tuple[Any, Any, di
     lines = top.decode("latin-1").split("\r\n")
     status = lines[0].split(" ", 1)[1] if " " in lines[0] else lines[0]
     answered = [(k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in lines[1:])]
-    path, _, query = head.path.partition("?")
+    query = head.path.partition("?")[2]
     environ: dict[str, Any] = {
         f"HTTP_{name.upper().replace('-', '_')}": value for name, value in headers.items()
     }
     environ.update(
         REQUEST_METHOD=head.method,
         RAW_URI=head.path,
-        PATH_INFO=unquote_to_bytes(path).decode("latin-1"),
+        PATH_INFO=path_info(head.path),
         QUERY_STRING=query,
         SERVER_PROTOCOL=head.version,
         REMOTE_ADDR=client[0] if isinstance(client, tuple) and client else str(client),
