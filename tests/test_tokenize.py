@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -67,6 +68,24 @@ def test_cut_words_keeps_the_rest_to_the_backend() -> None:
     assert cut_words(cut, "x Zürich y über") == ["x", "Zürich", "y", "über"]
     assert seen[1:] == ["x ", " y "]
     assert cut_words(cut, "中文") == ["中文"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab9 éüЖΩ北京-_'.\n", max_size=40))
+def test_cut_words_cuts_out_every_foreign_word(text: str) -> None:
+    """The words kept whole are the maximal runs of letters and digits that hold an accented,
+    Greek or Cyrillic letter (the scan starts at the first one; what is before it, and between
+    the words, goes to the backend as it is)."""
+    expected: list[str] = []
+    start = 0
+    foreign = "À-ÖØ-öø-ɏͰ-ϿЀ-ӿḀ-ỿ"
+    for m in re.finditer(rf"[A-Za-z0-9{foreign}]*[{foreign}][A-Za-z0-9{foreign}]*", text):
+        expected += [f"<{text[start : m.start()]}>"] if m.start() > start else []
+        expected.append(m.group())
+        start = m.end()
+    expected += [f"<{text[start:]}>"] if start < len(text) else []
+    expected = expected if start else [f"<{text}>"]  # no such word: the backend cuts it all
+    assert cut_words(lambda part: [f"<{part}>"], text) == expected
 
 
 def test_mixed_text_has_no_empty_or_punctuation_tokens(tokenizer: Tokenizer) -> None:
