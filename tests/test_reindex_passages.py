@@ -14,17 +14,19 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 import recengine.derived.passages as derived_passages
+import recengine.pipeline.judging as judging
 from recengine.config import Settings
 from recengine.derived.passages import passage_follower, passage_kind
 from recengine.index.follower import Follower
 from recengine.index.passages import PassageIndex
-from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.featurize import Featurizer, compared_of
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex import reindex
 from recengine.storage.index_rows import index_rows
-from recengine.text.compare import article_passages
+from recengine.text.compare import Compared, article_passages
 from tests.factories import csl_records, javaguide_records
+from tests.neardup_helpers import clusters
 from tests.test_passage_candidates import partial_copies
 from tests.test_related import delete_article
 
@@ -159,17 +161,49 @@ def test_a_seed_that_does_not_fit_sql_is_rebuilt(
             assert np.array_equal(x, y)
 
 
+@pytest.fixture
+def compared_from_sql(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """The texts a verification computes what it compares of from SQL rows (the real function
+    runs; only its calls are recorded)."""
+    calls: list[tuple[str, str]] = []
+
+    def recorded(title: str, content: str, strip: bool = True) -> Compared:
+        calls.append((title, content))
+        return compared_of(title, content, strip)
+
+    monkeypatch.setattr(judging, "compared_of", recorded)
+    return calls
+
+
+def test_the_word_points_of_the_analysis_give_what_is_compared(
+    settings: Settings, data_dir: Path
+) -> None:
+    """What a verification takes from an ingest's analysis is what it would compute from the
+    stored text: on real long articles, excerpts and abstracts, equal arrays."""
+    records = real_corpus(data_dir)
+    items = [(r["title"], r["content"]) for r in records]
+    done = Featurizer(settings).analyze_texts(items)
+    for (title, content), points, passages in zip(items, done.points, done.passages, strict=True):
+        a, b = points.compared(), compared_of(title, content)
+        assert np.array_equal(a.shingles, b.shingles) and np.array_equal(a.title, b.title)
+        assert a.body_chars == b.body_chars and len(a.shingles) > 0
+        assert np.array_equal(passages, article_passages(title, content))
+
+
 @pytest.mark.parametrize("workers", [1, 2])
-def test_an_ingest_hands_the_passages_it_computed_to_the_index(
+def test_an_ingest_hands_what_it_computed_to_the_index_and_verification(
     settings: Settings,
     factory: sessionmaker[Session],
     data_dir: Path,
     cleaned: list[int],
+    compared_from_sql: list[tuple[str, str]],
     workers: int,
 ) -> None:
-    """With a model, an ingest computes each text's passages beside its tokens (in the pool's
-    workers too) and its process's passage index takes them: no text is cleaned again for it,
-    and the index equals the one built from SQL; an edited text gets its own."""
+    """With a model, an ingest computes each text's passages and word points beside its tokens
+    (in the pool's workers too) and its process's passage index and verifications take them: no
+    written text is cleaned again for either (the stored candidates they are compared with are
+    read from SQL), the index equals the one built from SQL, and the excerpts and digests of
+    stored articles are found as their duplicates; an edited text gets its own."""
     small = settings.model_copy(
         update={"ingest": settings.ingest.model_copy(update={"parallel_min_batch": 8})}
     )
@@ -180,10 +214,17 @@ def test_an_ingest_hands_the_passages_it_computed_to_the_index(
     with AnalysisPool(small, workers=workers, featurizer=featurizer) as pool:
         ingester = Ingester(factory, featurizer, pool=pool)
         cleaned[0] = 0
+        compared_from_sql.clear()
         ingester.ingest_records(records[20:])
+        found = clusters(factory)
+        head = {i: found.get(i, (i,))[0] for i in (r["id"] for r in records)}
+        pairs = [(c["id"], c["id"].split("-", 1)[1]) for c in partial_copies(records[:8])]
+        assert all(head[c] == head[s] for c, s in pairs), "a copy missed at ingest"
         edited = {**records[0], "content": records[1]["content"] + "\n\n补上的一段。"}
         ingester.ingest_records([edited])
         assert cleaned[0] == 0
+        written = {(r["title"], r["content"]) for r in [*records[20:], edited]}
+        assert compared_from_sql and not written & set(compared_from_sql)
         with index_rows(factory) as rows:
             held = ingester.dedup.passages.sync(rows)
     assert held is not None and len(held.index) == len(records)

@@ -68,6 +68,7 @@ from recengine.index.neardup import NearDupIndex
 from recengine.index.passages import PassageIndex
 from recengine.pipeline.cluster_view import SqlClusterView
 from recengine.pipeline.clustering import Member
+from recengine.pipeline.featurize import TextAnalysis
 from recengine.pipeline.judging import BlockTexts, PairJudge, Reading, TransactionJudging
 from recengine.pipeline.leader import relink
 from recengine.pipeline.override_clusters import cluster_rules, override_region, with_partners
@@ -86,7 +87,6 @@ from recengine.storage.db import transaction
 from recengine.storage.index_rows import SqlIndexRows, index_rows
 from recengine.storage.overrides import mark_changed
 from recengine.storage.state import begin_write, read_state
-from recengine.text.passages import Passages
 
 WRITE_CHUNK = 1_000  # cluster rows per short write transaction (a reindex, before its switch)
 
@@ -132,12 +132,14 @@ class Deduplicator:
         with self.pending():
             yield
 
-    def hint_passages(self, items: Sequence[tuple[str, str]], passages: Sequence[Passages]) -> None:
-        """The passages of ``(title, content)`` texts an ingest is about to write, computed
-        beside their tokens (``derived.passages.PassageKind.hint``)."""
+    def hint(self, items: Sequence[tuple[str, str]], done: TextAnalysis) -> None:
+        """What was computed of ``(title, content)`` texts an ingest is about to write, beside
+        their tokens (``text.hints``): their passages for the passage index
+        (``derived.passages.PassageKind.hints``), their word points for verification."""
         kind = self.passages.kind
         if isinstance(kind, PassageKind):
-            kind.hint(items, passages)
+            kind.hints.put(items, done.passages)
+        self.judge.hints.put(items, done.points)
 
     def prepare(self, factory: sessionmaker[Session]) -> None:
         """Bring the indexes up to date in a read transaction of their own: call before a write

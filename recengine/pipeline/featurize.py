@@ -22,7 +22,7 @@ from recengine.features.counts import TermCounts
 from recengine.features.fingerprint import batch_fingerprints, fingerprints
 from recengine.features.hashing import TermHasher
 from recengine.features.tfidf import IdfModel, TfidfVectorizer
-from recengine.text.compare import Compared, clean_parts, clean_passages, compared
+from recengine.text.compare import Compared, WordPoints, clean_parts, compared, points_of
 from recengine.text.passages import Passages
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 
@@ -66,6 +66,26 @@ class Analyzed:
         return cls(
             [h for p in parts for h in p.text_hashes],
             TermCounts.concat([p.counts for p in parts]),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class TextAnalysis:
+    """What an ingest computes of a batch's texts outside the write, each text cleaned once
+    (:meth:`Featurizer.analyze_texts`), in order: their hashes and term counts, their passage
+    hashes (what the passage index holds) and their word points (what a verification compares,
+    ``text.compare.WordPoints``)."""
+
+    analyzed: Analyzed
+    passages: list[Passages]
+    points: list[WordPoints]
+
+    @classmethod
+    def concat(cls, parts: Sequence[TextAnalysis]) -> TextAnalysis:
+        return cls(
+            Analyzed.concat([p.analyzed for p in parts]),
+            [x for p in parts for x in p.passages],
+            [x for p in parts for x in p.points],
         )
 
 
@@ -133,14 +153,15 @@ class Featurizer:
         """:meth:`count_many` of the texts of ``(title, content)`` pairs."""
         return self.count_many([self.text(title, content) for title, content in items])
 
-    def analyze_passages(self, items: Sequence[tuple[str, str]]) -> tuple[Analyzed, list[Passages]]:
-        """:meth:`analyze_many` of ``(title, content)`` pairs and each one's passage hashes
-        (``text.compare.clean_passages``, what the passage index holds), from one cleaning of
-        each text: what a reindex's workers compute, so that no later step cleans it again."""
+    def analyze_texts(self, items: Sequence[tuple[str, str]]) -> TextAnalysis:
+        """:meth:`analyze_many` of ``(title, content)`` pairs, with each one's passage hashes
+        and word points, from one cleaning of each text: what an ingest and a reindex's
+        workers compute, so that no later step cleans it again."""
         strip = self.settings.features.strip_boilerplate
         parts = [clean_parts(title, content, strip) for title, content in items]
         analyzed = self.count_many([_joined(title, body) for title, body in parts])
-        return analyzed, [clean_passages(title, body) for title, body in parts]
+        points = [points_of(title, body) for title, body in parts]
+        return TextAnalysis(analyzed, [p.passages() for p in points], points)
 
     def count_many(self, texts: Sequence[str]) -> Analyzed:
         """Hashes and term counts of already cleaned texts, in order."""

@@ -31,7 +31,13 @@ from recengine.errors import InvalidRecord, NotFound
 from recengine.features.counts import TermCounts
 from recengine.jsontext import printable
 from recengine.pipeline.dedup import Deduplicator
-from recengine.pipeline.featurize import Analyzed, Featurizer, model_params, text_hash
+from recengine.pipeline.featurize import (
+    Analyzed,
+    Featurizer,
+    TextAnalysis,
+    model_params,
+    text_hash,
+)
 from recengine.pipeline.models import ModelCache
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.readers import RawRecord
@@ -48,7 +54,6 @@ from recengine.storage.articles import (
 from recengine.storage.db import transaction
 from recengine.storage.features import replace_features
 from recengine.storage.state import begin_write, read_state
-from recengine.text.passages import Passages
 
 
 class Ingester:
@@ -166,18 +171,16 @@ class Ingester:
             hashed = Analyzed(digests, TermCounts.empty_rows(len(todo)))
             return _Prepared(latest, hashes, lambda: _Counted(todo, hashed, counted=False))
         if len(todo) < self.settings.ingest.parallel_min_batch:
-            result = _ready(self.featurizer.analyze_passages(items))
+            result = _ready(self.featurizer.analyze_texts(items))
         else:
             result = self.pool.analyze_async(items)
-        return _Prepared(latest, hashes, lambda: _Counted(todo, self._hinted(items, *result())))
+        return _Prepared(latest, hashes, lambda: _Counted(todo, self._hinted(items, result())))
 
-    def _hinted(
-        self, items: list[tuple[str, str]], analyzed: Analyzed, passages: list[Passages]
-    ) -> Analyzed:
-        """``analyzed``, the passages computed beside it handed to the passage index (which
-        then need not clean these texts again when it applies their rows)."""
-        self.dedup.hint_passages(items, passages)
-        return analyzed
+    def _hinted(self, items: list[tuple[str, str]], done: TextAnalysis) -> Analyzed:
+        """The term counts of ``done``, what was computed beside them handed to the cluster
+        upkeep (whose passage index and verification then need not clean these texts again)."""
+        self.dedup.hint(items, done)
+        return done.analyzed
 
     def _commit(self, prepared: _Prepared, summary: IngestSummary) -> None:
         counted = prepared.counted()
@@ -285,7 +288,7 @@ class _Prepared:
     counted: Callable[[], _Counted]
 
 
-def _ready(done: tuple[Analyzed, list[Passages]]) -> Callable[[], tuple[Analyzed, list[Passages]]]:
+def _ready(done: TextAnalysis) -> Callable[[], TextAnalysis]:
     return lambda: done
 
 

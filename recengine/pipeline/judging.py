@@ -28,7 +28,8 @@ from recengine.pipeline.clustering import Edge
 from recengine.pipeline.featurize import compared_of
 from recengine.storage.articles import titles_and_contents
 from recengine.storage.features import features_of
-from recengine.text.compare import Compared
+from recengine.text.compare import Compared, WordPoints
+from recengine.text.hints import TextHints
 
 Reading = Callable[[], AbstractContextManager[Session]]
 
@@ -53,21 +54,32 @@ class Loaded:
                 out.raw[i] = self.raw[i]
         return out
 
-    def compared(self, article_id: int, strip: bool) -> Compared:
-        """What the decision compares of a loaded article (computed once)."""
+    def compared(self, article_id: int, compute: Callable[[str, str], Compared]) -> Compared:
+        """What the decision compares of a loaded article (``compute`` of its title and
+        content, once)."""
         found = self.texts.get(article_id)
         if found is None:
-            title, content = self.raw.pop(article_id)
-            found = self.texts[article_id] = compared_of(title, content, strip)
+            found = self.texts[article_id] = compute(*self.raw.pop(article_id))
         return found
 
 
 @dataclass(frozen=True)
 class PairJudge:
-    """The criterion over stored features and texts (``strip``: ``features.strip_boilerplate``)."""
+    """The criterion over stored features and texts (``strip``: ``features.strip_boilerplate``).
+
+    ``hints``: the word points of texts an ingest is about to write, computed from the text its
+    analysis cleaned (``Featurizer.analyze_texts``, the same settings; ``text.hints``): the
+    verification of a new article takes them instead of cleaning its text again.
+    """
 
     criterion: NearDupCriterion
     strip: bool
+    hints: TextHints[WordPoints] = field(default_factory=TextHints, compare=False)
+
+    def compared(self, title: str, content: str) -> Compared:
+        """What the decision compares of a stored text (from its hint when there is one)."""
+        points = self.hints.get(title, content)
+        return compared_of(title, content, self.strip) if points is None else points.compared()
 
     def load(self, session: Session, version: int, ids: set[int], loaded: Loaded) -> None:
         """Add the fingerprints, vectors and texts of those of ``ids`` not in ``loaded`` yet
@@ -87,7 +99,7 @@ class PairJudge:
         fps, vectors = loaded.fps, loaded.vectors
         if a not in fps or b not in fps:
             return None
-        ta, tb = loaded.compared(a, self.strip), loaded.compared(b, self.strip)
+        ta, tb = loaded.compared(a, self.compared), loaded.compared(b, self.compared)
         return self.criterion.judge(fps[a], vectors[a], fps[b], vectors[b], ta, tb)
 
     def edge(self, x: int, c: int, loaded: Loaded) -> Edge | None:

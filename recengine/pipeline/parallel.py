@@ -37,10 +37,9 @@ from typing import TypeVar
 from recengine.config import Settings
 from recengine.errors import RecengineError
 from recengine.features.tfidf import IdfModel
-from recengine.pipeline.featurize import Analyzed, FeatureRow, Featurizer, TextStats
+from recengine.pipeline.featurize import Analyzed, FeatureRow, Featurizer, TextAnalysis, TextStats
 from recengine.pipeline.reindex_job import Item as Item
 from recengine.pipeline.reindex_job import ModelFile, Spooled, features_of_record, spool_batch
-from recengine.text.passages import Passages
 
 A = TypeVar("A")
 R = TypeVar("R")
@@ -185,26 +184,24 @@ class AnalysisPool:
         chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
         return Analyzed.concat(list(self._ordered(_count_texts, chunks)))
 
-    def analyze_async(
-        self, items: Sequence[tuple[str, str]]
-    ) -> Callable[[], tuple[Analyzed, list[Passages]]]:
-        """Start :meth:`Featurizer.analyze_passages` of ``(title, content)`` pairs, split
-        across the workers; the returned function waits for the result. In-process
+    def analyze_async(self, items: Sequence[tuple[str, str]]) -> Callable[[], TextAnalysis]:
+        """Start :meth:`Featurizer.analyze_texts` of ``(title, content)`` pairs, split across
+        the workers; the returned function waits for the result. In-process
         (``workers <= 1``) the work is done before this returns."""
         if not self.parallel or len(items) < 2:
-            done = self._featurizer().analyze_passages(items)
+            done = self._featurizer().analyze_texts(items)
             return lambda: done
         size = -(-len(items) // self.workers)
         chunks = [items[i : i + size] for i in range(0, len(items), size)]
         futures = [self._pool().submit(_analyze_items, chunk) for chunk in chunks]
 
-        def result() -> tuple[Analyzed, list[Passages]]:
+        def result() -> TextAnalysis:
             try:
                 parts = [f.result() for f in futures]
             except BrokenProcessPool as exc:
                 self._executor = None
                 raise WorkerDied(_DIED) from exc
-            return Analyzed.concat([a for a, _ in parts]), [p for _, ps in parts for p in ps]
+            return TextAnalysis.concat(parts)
 
         return result
 
@@ -309,8 +306,8 @@ def _record_features(
     return features_of_record(_this_worker(), payload, _worker_model_of(file), after_id)
 
 
-def _analyze_items(items: Sequence[tuple[str, str]]) -> tuple[Analyzed, list[Passages]]:
-    return _this_worker().analyze_passages(items)
+def _analyze_items(items: Sequence[tuple[str, str]]) -> TextAnalysis:
+    return _this_worker().analyze_texts(items)
 
 
 def _count_texts(texts: Sequence[str]) -> Analyzed:

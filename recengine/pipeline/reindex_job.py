@@ -101,9 +101,9 @@ def features_of_record(
 
 def spool_batch(featurizer: Featurizer, batch: Sequence[Item]) -> SpoolBatch:
     """The spool record of ``(id, title, content)`` items: ids, text hashes, term counts and
-    passage hashes, each text cleaned once (``Featurizer.analyze_passages``)."""
-    analyzed, found = featurizer.analyze_passages([(title, content) for _, title, content in batch])
-    return SpoolBatch([i for i, _, _ in batch], analyzed, passage_rows(found))
+    passage hashes, each text cleaned once (``Featurizer.analyze_texts``)."""
+    done = featurizer.analyze_texts([(title, content) for _, title, content in batch])
+    return SpoolBatch([i for i, _, _ in batch], done.analyzed, passage_rows(done.passages))
 
 
 def spooled_passages(batches: Iterable[SpoolBatch]) -> Iterator[Packed]:

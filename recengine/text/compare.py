@@ -54,10 +54,33 @@ class Compared:
 NOTHING = Compared(EMPTY, EMPTY, 0)
 
 
-def _word_points(title: str, body: str) -> tuple[Points, Points]:
-    """The word characters of a clean title and of the body without quoted reply text (those
-    of the compared text ``title + "\\n" + body`` are the two concatenated)."""
-    return word_points(title), word_points(unquoted(body))
+@dataclass(frozen=True)
+class WordPoints:
+    """The word characters (``uint32``, :func:`recengine.text.shingles.word_points`) of a clean
+    title and of the body without quoted reply text: what both an article's :class:`Compared`
+    and its passage hashes are computed from (those of the compared text ``title + "\\n" +
+    body`` are the two concatenated), so a caller that has them computes neither again."""
+
+    heading: Points
+    words: Points
+
+    def compared(self) -> Compared:
+        """:func:`compared` of the text these points are of."""
+        both = np.concatenate([self.heading, self.words])
+        return Compared(
+            shingles=shingles_of(both),
+            title=shingles_of(self.heading),
+            body_chars=len(self.words),
+        )
+
+    def passages(self) -> Passages:
+        """:func:`clean_passages` of the text these points are of."""
+        return passages_of(np.concatenate([self.heading, self.words]))
+
+
+def points_of(title: str, body: str) -> WordPoints:
+    """:class:`WordPoints` of a clean title and a clean (boilerplate-stripped) body."""
+    return WordPoints(word_points(title), word_points(unquoted(body)))
 
 
 def compared(title: str, body: str) -> Compared:
@@ -69,13 +92,7 @@ def compared(title: str, body: str) -> Compared:
         >>> bool((a.shingles == b.shingles).all()), a.body_chars
         (True, 5)
     """
-    heading, words = _word_points(title, body)
-    both = np.concatenate([heading, words])  # the points of title + "\n" + body
-    return Compared(
-        shingles=shingles_of(both),
-        title=shingles_of(heading),
-        body_chars=len(words),
-    )
+    return points_of(title, body).compared()
 
 
 def clean_parts(title: str, content: str, strip: bool = True) -> tuple[str, str]:
@@ -95,4 +112,4 @@ def clean_passages(title: str, body: str) -> Passages:
     """:func:`article_passages` of an article already cleaned by :func:`clean_parts`: the one
     computation of passages, for a text a caller has cleaned anyway (the reindex's workers,
     beside the tokens) as for one read from SQL."""
-    return passages_of(np.concatenate(_word_points(title, body)))
+    return points_of(title, body).passages()
