@@ -16,7 +16,15 @@ from recengine.features.neardup import NearDupCriterion, Verdict
 from recengine.features.tfidf import EMPTY_VECTOR
 from recengine.pipeline.featurize import compared_of
 from recengine.text.clean import clean
-from recengine.text.quotes import _kept, _unquoted_lines, unquoted
+from recengine.text.quotes import (
+    _BBCODE,
+    _QUOTED,
+    _SEPARATOR,
+    _kept,
+    _line_by_line,
+    _unquoted_lines,
+    unquoted,
+)
 from tests.factories import javaguide_records
 
 CRITERION = NearDupCriterion(k=8, min_cosine=0.93)
@@ -166,6 +174,9 @@ _QUOTING = st.sampled_from(
         "text",
         "\u3000",
         "\t",
+        "\x1c",
+        "\x85",
+        "\u2028",
     ]
 )
 
@@ -175,3 +186,34 @@ def test_the_quick_path_of_unquoted_answers_what_the_rules_do(text: str) -> None
     # Texts built of quoting conventions and their near misses: the one search that lets most
     # texts skip the line rules never skips a text they would change.
     assert unquoted(text) == _kept(_unquoted_lines(text), text)
+
+
+@given(st.lists(_QUOTING, max_size=30).map("".join))
+def test_the_whole_text_searches_find_what_the_line_rules_remove(text: str) -> None:
+    # Without an SMTH-style head the rules are applied by searches over the whole text; they
+    # keep exactly the lines the rules applied line by line keep.
+    text = text.replace("【", "")
+    assert _unquoted_lines(text) == _line_by_line(_BBCODE.sub("\n", text).split("\n"))
+
+
+@given(st.lists(_QUOTING, max_size=12).map(lambda parts: "".join(parts).replace("\n", "")))
+def test_the_line_patterns_read_a_line_as_the_per_line_ones_did(line: str) -> None:
+    # ``[^\S\n]`` (so that the patterns also serve MULTILINE searches) is ``\s`` within a line.
+    old_quoted = re.compile(r"^\s*>")
+    old_separator = re.compile(
+        r"^\s*-{2,}\s*(?:original message|forwarded by .*|原始邮件|原始郵件)\s*-{2,}\s*$|"
+        r"^\s*-{5,}\s*原始邮件\s*-{5,}\s*$",
+        re.IGNORECASE,
+    )
+    assert bool(_QUOTED.match(line)) == bool(old_quoted.match(line))
+    assert bool(_SEPARATOR.match(line)) == bool(old_separator.match(line))
+    assert bool(_QUOTED.match(line)) == line.lstrip().startswith(">")
+
+
+def test_the_whole_text_searches_on_real_articles(data_dir: Path) -> None:
+    # Real Markdown articles: blockquotes ("> " notes), "---" rules, code with ">" and "--".
+    bodies = [clean(r["content"]) for r in javaguide_records(data_dir, 200)]
+    quoting = [b for b in bodies if _QUOTED.search(b)]
+    assert len(quoting) >= 20, "too few real texts with quoted lines to prove anything"
+    for body in bodies:
+        assert _unquoted_lines(body) == _line_by_line(_BBCODE.sub("\n", body).split("\n"))
