@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.reindex import page_size, reindex
 from recengine.storage.models import ArticleFeatures, IdfModelRow
 from recengine.storage.state import read_state
 from tests.factories import javaguide_records, record
@@ -75,3 +75,14 @@ def test_articles_written_during_reindex_are_caught_up(
     assert versions == {active}
     assert set(written) <= set(state)
     assert len(state) == 13
+
+
+def test_pages_of_pass_1_leave_no_worker_idle_for_long() -> None:
+    # One process: the configured batch. Several: at least four pages per worker, so that the
+    # last page keeps one worker busy for an eighth of the work at most, not under 64 articles.
+    assert page_size(1000, 1, 2419) == 1000
+    sizes = {workers: page_size(1000, workers, 2419) for workers in (2, 3)}
+    assert sizes == {2: 303, 3: 202}
+    assert all(-(-2419 // size) >= 4 * workers for workers, size in sizes.items())
+    assert page_size(1000, 2, 1_000_000) == 1000
+    assert page_size(1000, 2, 100) == 64 and page_size(10, 2, 100) == 10

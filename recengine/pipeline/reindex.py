@@ -181,8 +181,9 @@ def _pass1(run: ReindexRun) -> IdfModel:
     with transaction(run.factory) as session:
         total = count_live(session=session)
     run.progress.start("tokenize", max(total, n_docs), n_docs)
+    size = page_size(run.batch_size, run.pool.workers, total - n_docs)
     with run.jobs.open_spool() as spool:
-        for record in run.pool.spool_batches(_pages(run.factory, last, run.batch_size)):
+        for record in run.pool.spool_batches(_pages(run.factory, last, size)):
             df.update(record.df)
             n_docs += record.n_docs
             run.jobs.append_payload(spool, record.payload)
@@ -197,6 +198,18 @@ def _spooled_passages(run: ReindexRun, start_seq: int) -> Seed:
     catches up what changed since), without reading or cleaning a text again."""
     kind = passage_kind(run.featurizer.settings)
     return Seed(kind.build_packed(spooled_passages(run.jobs.batches())), start_seq)
+
+
+def page_size(batch_size: int, workers: int, articles: int) -> int:
+    """Articles per page of pass 1 (one pool task, one spool record, one write of pass 2):
+    ``batch_size``, or with several workers fewer, so that ``articles`` make at least four
+    pages per worker and the last ones leave no worker idle for long (a 55 MB corpus of long
+    articles was three pages of 1,000: one of two workers idled through the third); never
+    under 64 articles (or ``batch_size``, if smaller), whose fixed costs per page would show.
+    """
+    if workers <= 1:
+        return batch_size
+    return min(batch_size, max(64, -(-articles // (4 * workers))))
 
 
 def _pages(factory: sessionmaker[Session], after: int, size: int) -> Iterator[list[Item]]:
