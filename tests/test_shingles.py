@@ -6,10 +6,11 @@ import re
 from pathlib import Path
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recengine.features.neardup import resemblance
+from recengine.features.merge_kernel import shared_count
+from recengine.features.neardup import overlap, resemblance, use_compiled_overlap
 from recengine.text.shingles import shingles, word_points
 
 
@@ -70,3 +71,30 @@ def test_word_points_keep_what_the_regular_expression_keeps_for_every_code_point
 @given(st.text(max_size=200))
 def test_word_points_of_any_text_are_its_word_characters(text: str) -> None:
     assert "".join(map(chr, word_points(text))) == re.sub(r"[\W_]+", "", text)
+
+
+_HASHES = st.sets(st.integers(0, 2**64 - 1), max_size=150)
+
+
+@settings(deadline=None)  # the first example loads numba
+@given(_HASHES, _HASHES, _HASHES)
+def test_the_compiled_merge_counts_what_two_sets_share(
+    both: set[int], x: set[int], y: set[int]
+) -> None:
+    # Hashes over the whole uint64 range (the top bit set too); sets from empty to past the
+    # size at which overlap() turns to the merge, shared parts of every size.
+    a, b = both | x, both | (y - x)
+    ha, hb = (np.array(sorted(s), dtype=np.uint64) for s in (a, b))
+    assert shared_count(ha, hb) == shared_count(hb, ha) == len(a & b)
+    use_compiled_overlap()
+    assert overlap(ha, hb) == (len(a & b), min(len(a), len(b)), max(len(a), len(b)))
+
+
+def test_the_compiled_merge_on_real_texts_and_their_edits(data_dir: Path) -> None:
+    from tests.test_tokenize_backends import real_texts
+
+    texts = [t for _, t in real_texts(data_dir)[:200]]
+    for text, other in zip(texts, texts[1:] + texts[:1], strict=True):
+        for edit in (text[: len(text) * 6 // 10], text + other[: len(other) // 3], other):
+            ha, hb = shingles(text), shingles(edit)
+            assert shared_count(ha, hb) == len(set(ha.tolist()) & set(hb.tolist()))

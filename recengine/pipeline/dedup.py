@@ -61,7 +61,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings
 from recengine.derived.neardup import canonical_follower, neardup_follower
 from recengine.derived.passages import PassageKind, passage_follower
-from recengine.features.neardup import NearDupCriterion
+from recengine.features.neardup import NearDupCriterion, use_compiled_overlap
 from recengine.index.candidates import Candidates
 from recengine.index.follower import Follower
 from recengine.index.neardup import NearDupIndex
@@ -291,7 +291,9 @@ class Deduplicator:
     def _leaders(self, reading: Reading, index: Candidates, version: int) -> list[MemberRow]:
         """Every cluster of ``index`` by :func:`leader_blocks`: the articles in rank order, each
         decided against the canonicals in its reach (the radius index's articles, with the
-        passage pairs as the other candidates)."""
+        passage pairs as the other candidates). It verifies a pair per candidate of every
+        article: the compiled count of shared shingles pays for its start-up here."""
+        use_compiled_overlap()
         ids, fps = index.radius.arrays()
         with reading() as session:
             ids, fps = rank_order(
