@@ -23,11 +23,13 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.text.tokenize import Tokenizer, build_tokenizer
+from tests.jvm import use_small_jvms
 
 # The real corpora the tests read ship with the repository (tests/data/README.md: sources and
 # licences), so a clone anywhere needs nothing outside it.
 DATA = Path(__file__).resolve().parent / "data"
 PG_ENV = "RECENGINE_TEST_POSTGRES_URL"
+use_small_jvms()
 
 
 @pytest.fixture(scope="session")

@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
 from recengine.pipeline.featurize import Featurizer
+from tests import jvm
 from tests.factories import javaguide_records
 from tests.test_spark import assert_same_results, clusters, engine_state, indexed, reposts
 
@@ -64,6 +65,7 @@ def spark_env(work: Path) -> dict[str, str]:
         "SPARK_LOG_DIR": str(work / "logs"),
         "SPARK_WORKER_DIR": str(work / "worker"),
         "PYSPARK_PYTHON": sys.executable,
+        "SPARK_DAEMON_JAVA_OPTS": jvm.FLAGS,
     }
 
 
@@ -162,6 +164,8 @@ def test_cluster_reindex_from_postgresql_equals_the_local_engine(
         "RECENGINE_SPARK__READ_PARTITION_ROWS": "100",  # several tasks on each executor
         "RECENGINE_SPARK__PARTITIONS": "4",
         "PYSPARK_SUBMIT_ARGS": "--conf spark.executor.memory=768m --conf spark.cores.max=2 "
+        f"--driver-java-options '{jvm.FLAGS}' "
+        f"--conf 'spark.executor.extraJavaOptions={jvm.FLAGS}' "
         "pyspark-shell",
     }
     done = subprocess.run(
