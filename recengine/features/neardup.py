@@ -252,8 +252,8 @@ def use_compiled_overlap() -> None:
     """Count shared hashes with a compiled merge (``features.merge_kernel``) from now on, in
     this process: ~3x faster than the look-ups on long texts, for the same counts. Loading
     numba costs ~0.5 s, as much as ~5,000 verifications of long articles save, so only a
-    process that verifies many pairs turns it on: the leader pass of a reindex, which loads
-    numba for its table walks anyway (``pipeline.rank_blocks``)."""
+    process that verifies many pairs turns it on: the leader pass of a reindex or recluster
+    (``pipeline.dedup``), which loads numba for its table walks anyway (``index.blocks``)."""
     global _shared_count
     if _shared_count is None:
         from recengine.features.merge_kernel import shared_count

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 
-# Each pattern is matched against one line at a time or searched in a whole text (MULTILINE):
-# ``[^\S\n]`` is ``\s`` within a line, so both read the same lines.
+# ``_QUOTED`` and ``_SEPARATOR`` are matched against one line at a time and searched in a
+# whole text (MULTILINE): ``[^\S\n]`` is ``\s`` within a line, so both read the same lines.
 _QUOTED = re.compile(r"^[^\S\n]*>", re.MULTILINE)
 _ATTRIBUTION = re.compile(
     r"(?:\b(?:wrote|writes|said|says)|写道|寫道|说|說|提到)\s*[:：]?\s*】?\s*$", re.IGNORECASE
@@ -73,8 +73,9 @@ def _unquoted_lines(text: str) -> list[str]:
     """The lines of ``text`` the rules of :func:`unquoted` keep (blank ones included).
 
     Without an SMTH-style head (no "【" in the text: nearly every text) the rules need no
-    state carried from line to line, and whole-text searches find the few lines they remove:
-    the separator, the quoted lines, the attribution line before a quoted block.
+    state carried from line to line: one search over the whole text finds the separator, a
+    string test per line (no pattern) the quoted lines, and only the line before each quoted
+    block is tried as an attribution.
     """
     body = _BBCODE.sub("\n", text)
     lines = body.split("\n")
