@@ -315,13 +315,13 @@ def test_a_templated_cluster_an_editor_touched_costs_a_few_verifications_per_wri
     head = before[pinned][0]
     size = 1 + sum(1 for h, _ in before.values() if h == head)
     calls = []
-    verdict = PairJudge.verdict
+    decision = PairJudge.decision
 
     def counted(self: PairJudge, a: int, b: int, loaded: Any) -> Any:
         calls.append((a, b))
-        return verdict(self, a, b, loaded)
+        return decision(self, a, b, loaded)
 
-    monkeypatch.setattr(PairJudge, "verdict", counted)
+    monkeypatch.setattr(PairJudge, "decision", counted)
     editors = _overrides(ingester, factory)
     add(factory, "canonical", pinned, overrides=editors)
     assert len(calls) <= 3 * size  # every row re-pointed once (the component: size^2 / 2)

@@ -14,9 +14,12 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 import recengine.derived.passages as derived_passages
+import recengine.features.neardup as neardup
 import recengine.pipeline.judging as judging
 from recengine.config import Settings
 from recengine.derived.passages import passage_follower, passage_kind
+from recengine.features.neardup import NearDupCriterion
+from recengine.features.tfidf import SparseVector
 from recengine.index.follower import Follower
 from recengine.index.passages import PassageIndex
 from recengine.pipeline.featurize import Featurizer, compared_of
@@ -229,3 +232,46 @@ def test_an_ingest_hands_what_it_computed_to_the_index_and_verification(
             held = ingester.dedup.passages.sync(rows)
     assert held is not None and len(held.index) == len(records)
     assert_same(held.index, from_sql(settings, factory))
+
+
+def test_clusters_are_decided_without_the_vectors_cosine(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    data_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every clustering path has both texts, so the texts decide and the vectors' cosine (a
+    third of a verification's cost) is never computed, neither by an ingest's verification nor
+    by a full reindex's leader pass; the excerpts and digests are still found, and
+    the explained verdict (the duplicates API's) still carries the cosine."""
+    calls: list[int] = []
+    real_cosine = neardup.cosine
+
+    def counted(a: Any, b: Any) -> Any:
+        calls.append(1)
+        return real_cosine(a, b)
+
+    monkeypatch.setattr(neardup, "cosine", counted)
+    records = real_corpus(data_dir)
+    ingester = Ingester(factory, featurizer)
+    ingester.ingest_records(records[:20])
+    reindex(factory=factory, featurizer=featurizer)
+    ingester.ingest_records(records[20:])
+    reindex(factory=factory, featurizer=featurizer)
+    found = clusters(factory)
+    head = {i: found.get(i, (i,))[0] for i in (r["id"] for r in records)}
+    pairs = [(c["id"], c["id"].split("-", 1)[1]) for c in partial_copies(records[:8])]
+    assert all(head[c] == head[s] for c, s in pairs) and len(pairs) >= 8
+    assert calls == []
+    a, b = (featurizer.compared(r["title"], r["content"]) for r in records[:2])
+    vector = SparseVector(("词",), np.array([7], np.uint64), np.array([1.0], np.float32))
+    criterion = NearDupCriterion.from_settings(settings)
+    verdict = criterion.judge(0, vector, 0, vector, a, b)
+    assert verdict.cosine == pytest.approx(1.0) and calls == [1]
+    decision = criterion.decide(0, 0, a, b)
+    assert (verdict.duplicate, verdict.score, verdict.rule) == (
+        decision.duplicate,
+        decision.score,
+        decision.rule,
+    )

@@ -31,8 +31,11 @@ and 23 among resemblance 0.4-0.5, containment 0.6-0.9 and coverage 0.2-0.4.
 Callers that have only the stored vectors (related-article suppression of articles whose
 texts are not at hand) get the vectors' cosine ``>= min_cosine`` (0.93) within the radius.
 
-:meth:`NearDupCriterion.judge` is the one function every caller uses: ingest and reindex
-(clusters), the duplicates API, related-article suppression and the Spark engine.
+:meth:`NearDupCriterion.decide` is the one decision on texts, and every caller goes through
+it: the clusters of ingest, reindex and the Spark engine (``pipeline.judging``,
+``pipeline.clustering``) directly; the duplicates API and related-article suppression through
+:meth:`NearDupCriterion.judge`, which adds the vectors' cosine and shared terms they show (and
+decides on the cosine when texts are missing).
 """
 
 from __future__ import annotations
@@ -99,6 +102,22 @@ class Verdict:
     rule: str = ""
     containment: float | None = None
     coverage: float | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The decision on two texts alone (:meth:`NearDupCriterion.decide`): a :class:`Verdict`
+    without the vectors' cosine and shared terms, which no rule on texts reads. What builds
+    a cluster edge needs only this; computing the cosine too cost a third of a verification of
+    long articles (``np.intersect1d`` of two vectors)."""
+
+    duplicate: bool
+    distance: int
+    score: float
+    resemblance: float
+    rule: str
+    containment: float
+    coverage: float
 
 
 def cosine(a: SparseVector, b: SparseVector) -> tuple[float, tuple[str, ...]]:
@@ -216,11 +235,28 @@ class NearDupCriterion:
                 (``Featurizer.compared``); when both are given they decide, at any
                 distance; otherwise the cosine decides, within the radius.
         """
-        distance = hamming(int(fp_a), int(fp_b))
         cos, shared = cosine(vector_a, vector_b)
         if text_a is None or text_b is None:
+            distance = hamming(int(fp_a), int(fp_b))
             passed = distance <= self.k and cos >= self.min_cosine and len(shared) > 0
             return Verdict(passed, distance, cos, cos, None, shared, "cosine" if passed else "")
+        d = self.decide(fp_a, fp_b, text_a, text_b)
+        return Verdict(
+            d.duplicate,
+            d.distance,
+            d.score,
+            cos,
+            d.resemblance,
+            shared,
+            d.rule,
+            d.containment,
+            d.coverage,
+        )
+
+    def decide(self, fp_a: int, fp_b: int, text_a: Compared, text_b: Compared) -> Decision:
+        """:meth:`judge` on the texts, without the vectors: the same decision, distance and
+        score (the texts decide whenever both are given)."""
+        distance = hamming(int(fp_a), int(fp_b))
         common, small, large = overlap(text_a.shingles, text_b.shingles)
         res = common / (small + large - common) if small else 0.0
         cont = common / small if small else 0.0
@@ -233,7 +269,7 @@ class NearDupCriterion:
         if rule and not self._bodies_speak(text_a, text_b):
             rule = ""
         score = cont if rule == "containment" else res
-        return Verdict(bool(rule), distance, score, cos, res, shared, rule, cont, cover)
+        return Decision(bool(rule), distance, score, res, rule, cont, cover)
 
     def _bodies_speak(self, a: Compared, b: Compared) -> bool:
         """The junk rule: a body too short to tell articles apart needs agreeing titles."""

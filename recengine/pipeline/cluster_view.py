@@ -125,7 +125,7 @@ class SqlClusterView:
     def measure(self, a: int, b: int) -> tuple[int, float]:
         """Distance and score of a pair with features (a row the editors put there)."""
         self._load(a, b)
-        v = self.judge.verdict(a, b, self.loaded)
+        v = self.judge.decision(a, b, self.loaded)
         if v is None:
             raise ValueError(f"no features for {a} or {b}")
         return v.distance, v.score

@@ -32,7 +32,7 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
-from recengine.features.neardup import NearDupCriterion
+from recengine.features.neardup import Decision, NearDupCriterion, Verdict
 from recengine.features.tfidf import SparseVector
 from recengine.index.candidates import Candidates
 from recengine.index.neardup import NearDupIndex
@@ -114,10 +114,14 @@ def verify_pairs(
     given, see :meth:`NearDupCriterion.judge`)."""
     edges = []
     for x, y in zip(a.tolist(), b.tolist(), strict=True):
-        sx, sy = (texts[x], texts[y]) if texts is not None else (None, None)
-        verdict = criterion.judge(fingerprints[x], vectors[x], fingerprints[y], vectors[y], sx, sy)
-        if verdict.duplicate:
-            edges.append(Edge(x, y, verdict.distance, verdict.score, verdict.rule))
+        if texts is not None:
+            v: Decision | Verdict = criterion.decide(
+                fingerprints[x], fingerprints[y], texts[x], texts[y]
+            )
+        else:
+            v = criterion.judge(fingerprints[x], vectors[x], fingerprints[y], vectors[y])
+        if v.duplicate:
+            edges.append(Edge(x, y, v.distance, v.score, v.rule))
     return edges
 
 

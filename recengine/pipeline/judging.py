@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from recengine.features.neardup import NearDupCriterion, Verdict
+from recengine.features.neardup import Decision, NearDupCriterion
 from recengine.features.tfidf import SparseVector
 from recengine.pipeline.clustering import Edge
 from recengine.pipeline.featurize import compared_of
@@ -93,18 +93,19 @@ class PairJudge:
         texts = titles_and_contents(session=session, article_ids=[r.article_id for r in rows])
         loaded.raw.update(texts)
 
-    def verdict(self, a: int, b: int, loaded: Loaded) -> Verdict | None:
-        """The criterion's verdict on two loaded articles; None when either has no features
-        under the version."""
-        fps, vectors = loaded.fps, loaded.vectors
+    def decision(self, a: int, b: int, loaded: Loaded) -> Decision | None:
+        """The criterion's decision on two loaded articles' texts (every clustering path has
+        them: the vectors' cosine is not computed); None when either has no features under
+        the version."""
+        fps = loaded.fps
         if a not in fps or b not in fps:
             return None
         ta, tb = loaded.compared(a, self.compared), loaded.compared(b, self.compared)
-        return self.criterion.judge(fps[a], vectors[a], fps[b], vectors[b], ta, tb)
+        return self.criterion.decide(fps[a], fps[b], ta, tb)
 
     def edge(self, x: int, c: int, loaded: Loaded) -> Edge | None:
         """The verified edge of two loaded articles, or None (not duplicates, or unknown)."""
-        v = self.verdict(x, c, loaded)
+        v = self.decision(x, c, loaded)
         if v is None or not v.duplicate:
             return None
         return Edge(min(x, c), max(x, c), v.distance, v.score, v.rule)
@@ -123,9 +124,9 @@ class TransactionJudging:
     def known(self, article_id: int) -> bool:
         return article_id in self.loaded.fps
 
-    def verdict(self, a: int, b: int) -> Verdict | None:
+    def decision(self, a: int, b: int) -> Decision | None:
         self.prefetch({a, b})
-        return self.judge.verdict(a, b, self.loaded)
+        return self.judge.decision(a, b, self.loaded)
 
 
 class BlockTexts:
@@ -149,7 +150,7 @@ class BlockTexts:
 
     def measure(self, a: int, b: int) -> tuple[int, float]:
         """Distance and score of two prefetched articles (a member row without an edge)."""
-        v = self.judge.verdict(a, b, self.loaded)
+        v = self.judge.decision(a, b, self.loaded)
         if v is None:
             raise ValueError(f"no features for {a} or {b}")
         return v.distance, v.score

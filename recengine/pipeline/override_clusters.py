@@ -29,7 +29,7 @@ from typing import Protocol
 import numpy as np
 from sqlalchemy.orm import Session
 
-from recengine.features.neardup import Verdict
+from recengine.features.neardup import Decision
 from recengine.index.neardup import IdArray
 from recengine.pipeline.cluster_rules import ClusterRules, Measure
 from recengine.storage.clusters import canonicals_of, members_of_all
@@ -45,8 +45,8 @@ from recengine.storage.overrides import (
 class Judging(Protocol):
     """The criterion over one model version's stored features and texts (``pipeline.dedup``)."""
 
-    def verdict(self, a: int, b: int) -> Verdict | None:
-        """The criterion's verdict on the pair; None when either has no features."""
+    def decision(self, a: int, b: int) -> Decision | None:
+        """The criterion's decision on the pair's texts; None when either has no features."""
         ...
 
 
@@ -93,7 +93,7 @@ def _measure(judging: Judging) -> Measure:
     """``judging``'s distance and score of a pair of articles with features."""
 
     def measure(x: int, y: int) -> tuple[int, float]:
-        v = judging.verdict(x, y)
+        v = judging.decision(x, y)
         if v is None:
             raise ValueError(f"no features for {x} or {y}")
         return v.distance, v.score
