@@ -6,12 +6,14 @@ import re
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recengine.features.merge_kernel import shared_count
 from recengine.features.neardup import overlap, resemblance, use_compiled_overlap
-from recengine.text.shingles import shingles, word_points
+from recengine.text.passages import mix64, passages_of
+from recengine.text.shingles import _BASE, run_hashes, shingles, shingles_of, word_points
 
 
 def reference(text: str, n: int = 5) -> frozenset[str]:
@@ -98,3 +100,47 @@ def test_the_compiled_merge_on_real_texts_and_their_edits(data_dir: Path) -> Non
         for edit in (text[: len(text) * 6 // 10], text + other[: len(other) // 3], other):
             ha, hb = shingles(text), shingles(edit)
             assert shared_count(ha, hb) == len(set(ha.tolist()) & set(hb.tolist()))
+
+
+def polynomial_runs(words: npt.NDArray[np.uint32], n: int) -> npt.NDArray[np.uint64]:
+    """The run hashes by their definition: ``n`` passes of multiply-and-add (the code before
+    the doubling)."""
+    points = words.astype(np.uint64)
+    width = min(n, len(points))
+    runs = len(points) - width + 1
+    out = np.zeros(runs, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(width):
+            out = out * _BASE + points[j : j + runs]
+    return out
+
+
+def sorted_passages(words: npt.NDArray[np.uint32], n: int, m: int) -> npt.NDArray[np.uint64]:
+    """Passages by their definition: the m smallest distinct mixed run hashes."""
+    if not len(words):
+        return np.zeros(0, np.uint64)
+    return np.unique(mix64(polynomial_runs(words, n)))[:m]
+
+
+# Few distinct code points, so that runs repeat (the passages' fallback to a full sort).
+_POINTS = st.lists(st.sampled_from([0x6570, 0x636E, 0x5E93, 0x61, 0x10000]), max_size=300)
+
+
+@given(_POINTS, st.integers(1, 24))
+def test_run_hashes_by_doubling_equal_the_polynomial(points: list[int], n: int) -> None:
+    words = np.array(points, dtype=np.uint32)
+    if len(words):
+        assert np.array_equal(run_hashes(words, n), polynomial_runs(words, n))
+    assert np.array_equal(passages_of(words, n, 8), sorted_passages(words, n, 8))
+    assert np.array_equal(passages_of(words, n, 1), sorted_passages(words, n, 1))
+
+
+def test_shingles_and_passages_of_real_texts_equal_their_definitions(data_dir: Path) -> None:
+    from tests.test_tokenize_backends import real_texts
+
+    texts = [t for _, t in real_texts(data_dir)[:400]]
+    repeated = texts[0] * 5  # every run 5 times: the passages' full sort
+    for text in [*texts, repeated]:
+        words = word_points(text)
+        assert np.array_equal(shingles_of(words), np.unique(polynomial_runs(words, 5)))
+        assert np.array_equal(passages_of(words), sorted_passages(words, 12, 8))

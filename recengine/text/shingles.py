@@ -85,12 +85,35 @@ def shingles_of(words: Points, n: int = SHINGLE_CHARS) -> Shingles:
         raise ValueError(f"n must be >= 1, got {n}")
     if not len(words):
         return EMPTY
-    points = words.astype(np.uint64)
-    width = min(n, len(points))
-    runs = len(points) - width + 1
-    hashes = np.zeros(runs, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for j in range(width):
-            hashes = hashes * _BASE + points[j : j + runs]
+    hashes = run_hashes(words, n)
     hashes.sort()
     return hashes[np.r_[True, hashes[1:] != hashes[:-1]]]
+
+
+def run_hashes(words: Points, n: int) -> Shingles:
+    """The polynomial hash of every run of ``min(n, len(words))`` points, in text order,
+    repeats kept: ``uint64 (len(words) - width + 1,)`` for a non-empty ``words``.
+
+    Computed by doubling rather than ``n`` passes of multiply-and-add over the text: the hash
+    of a run of ``a + b`` points is ``h_a * B^b + h_b`` of the run ``a`` points later (exact in
+    arithmetic mod 2^64), so runs of 1, 2, 4, 8 ... points are built from each other and those
+    the binary digits of ``n`` name are joined: 3 passes for 5 points, 4 for 12.
+    """
+    points = words.astype(np.uint64)
+    width = min(n, len(points))
+    parts: list[tuple[int, npt.NDArray[np.uint64], np.uint64]] = []  # runs of 2^i points
+    hashes, length, power = points, 1, _BASE  # power: B^length
+    with np.errstate(over="ignore"):
+        while True:
+            if width & length:
+                parts.append((length, hashes, power))
+            if 2 * length > width:
+                break
+            hashes = hashes[: len(hashes) - length] * power + hashes[length:]
+            length, power = 2 * length, power * power
+        done, out, _ = parts.pop()
+        for size, block, block_power in reversed(parts):
+            keep = len(out) - size
+            out = out[:keep] * block_power + block[done : done + keep]
+            done += size
+    return out
