@@ -66,10 +66,12 @@ class LsaModel:
         return _unit_rows(out).astype(np.float32)
 
     def to_bytes(self) -> bytes:
-        """zlib: ``<u4 V``, ``<u4 d``, hashes ``<u8``, components ``<f4`` (row-major)."""
+        """A zlib stream (level 0: framed and checksummed, not deflated): ``<u4 V``, ``<u4 d``,
+        hashes ``<u8``, components ``<f4`` (row-major)."""
         v, d = self.components.shape
         body = struct.pack("<II", v, d) + self.hashes.astype("<u8").tobytes()
-        return zlib.compress(body + self.components.astype("<f4").tobytes(), 6)
+        # stored, not deflated: float32 components shrink by 7 % for 0.5 s per 50,000 terms
+        return zlib.compress(body + self.components.astype("<f4").tobytes(), 0)
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> LsaModel:
