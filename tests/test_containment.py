@@ -26,6 +26,7 @@ from recengine.text.quotes import (
     unquoted,
 )
 from tests.factories import javaguide_records
+from tests.test_tokenize_backends import real_texts
 
 CRITERION = NearDupCriterion(k=8, min_cosine=0.93)
 _SENTENCE = re.compile(r"[^。！？!?\n]*(?:[。！？!?]+|\n|$)")
@@ -191,8 +192,9 @@ def test_the_quick_path_of_unquoted_answers_what_the_rules_do(text: str) -> None
 @given(st.lists(_QUOTING, max_size=30).map("".join))
 def test_the_whole_text_searches_find_what_the_line_rules_remove(text: str) -> None:
     # Without an SMTH-style head the rules are applied by searches over the whole text; they
-    # keep exactly the lines the rules applied line by line keep.
-    text = text.replace("【", "")
+    # keep exactly the lines the rules applied line by line keep. A "【" of another kind (the
+    # "【环球网报道】" of news) keeps a text on the whole-text path.
+    text = text.replace("在", "")
     assert _unquoted_lines(text) == _line_by_line(_BBCODE.sub("\n", text).split("\n"))
 
 
@@ -211,9 +213,13 @@ def test_the_line_patterns_read_a_line_as_the_per_line_ones_did(line: str) -> No
 
 
 def test_the_whole_text_searches_on_real_articles(data_dir: Path) -> None:
-    # Real Markdown articles: blockquotes ("> " notes), "---" rules, code with ">" and "--".
+    # Real Markdown articles: blockquotes ("> " notes), "---" rules, code with ">" and "--";
+    # and the real texts that hold a "【" (news heads, none SMTH-style).
     bodies = [clean(r["content"]) for r in javaguide_records(data_dir, 200)]
     quoting = [b for b in bodies if _QUOTED.search(b)]
     assert len(quoting) >= 20, "too few real texts with quoted lines to prove anything"
-    for body in bodies:
+    texts = [t for _, t in real_texts(data_dir)]
+    bracketed = [t for t in texts if "【" in t]
+    assert len(bracketed) >= 20, "too few real texts with 【 to prove anything"
+    for body in bodies + bracketed:
         assert _unquoted_lines(body) == _line_by_line(_BBCODE.sub("\n", body).split("\n"))

@@ -41,6 +41,7 @@ _SMTH_HEAD = re.compile(r"^\s*【\s*在.*的(?:大作|来信)中提到\s*[:：]\
 _MAY_QUOTE_HEAD = re.compile(r"\s*(?:>|--|【\s*在)")  # at the start of the text
 _MAY_QUOTE_LINE = re.compile(r"\n\s*(?:>|--|【\s*在)")
 _MAY_QUOTE_BBCODE = re.compile(r"\[(?i:quote)")
+_SMTH_MARK = re.compile(r"【\s*在")  # what every line ``_SMTH_HEAD`` matches holds
 
 
 def unquoted(text: str) -> str:
@@ -72,14 +73,15 @@ def _may_quote(text: str) -> bool:
 def _unquoted_lines(text: str) -> list[str]:
     """The lines of ``text`` the rules of :func:`unquoted` keep (blank ones included).
 
-    Without an SMTH-style head (no "【" in the text: nearly every text) the rules need no
+    Without an SMTH-style head (no "【" followed by "在" in the text: nearly every text; "【"
+    alone opens a fifth of Chinese news articles, "【环球网报道】") the rules need no
     state carried from line to line: one search over the whole text finds the separator, a
     string test per line (no pattern) the quoted lines, and only the line before each quoted
     block is tried as an attribution.
     """
     body = _BBCODE.sub("\n", text)
     lines = body.split("\n")
-    if "【" in body:
+    if _SMTH_MARK.search(body):  # a line can start an SMTH-style block
         return _line_by_line(lines)
     separator = _SEPARATOR.search(body)
     if separator is not None:  # it and what follows are the message answered
