@@ -275,3 +275,28 @@ def test_clusters_are_decided_without_the_vectors_cosine(
         decision.score,
         decision.rule,
     )
+
+
+def test_the_leader_pass_compares_on_the_pool_s_workers(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    data_dir: Path,
+    compared_from_sql: list[tuple[str, str]],
+) -> None:
+    """With two workers, what a full reindex's leader pass compares of the texts it reads from
+    SQL is computed on the workers, a block at once (none in the parent), and the clusters are
+    those the one-process reindex makes, the excerpts and digests with their sources."""
+    records = real_corpus(data_dir)
+    Ingester(factory, featurizer).ingest_records(records)
+    reindex(factory=factory, featurizer=featurizer)
+    alone = clusters(factory)
+    assert compared_from_sql, "the one-process leader pass compares in the parent"
+    compared_from_sql.clear()
+    with AnalysisPool(settings, workers=2, featurizer=featurizer) as pool:
+        reindex(factory=factory, featurizer=featurizer, pool=pool)
+    assert compared_from_sql == []
+    assert clusters(factory) == alone
+    copies = [(c["id"], c["id"].split("-", 1)[1]) for c in partial_copies(records[:8])]
+    head = {i: alone.get(i, (i,))[0] for i in (r["id"] for r in records)}
+    assert all(head[c] == head[s] for c, s in copies)

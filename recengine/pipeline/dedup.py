@@ -69,7 +69,13 @@ from recengine.index.passages import PassageIndex
 from recengine.pipeline.cluster_view import SqlClusterView
 from recengine.pipeline.clustering import Member
 from recengine.pipeline.featurize import TextAnalysis
-from recengine.pipeline.judging import BlockTexts, PairJudge, Reading, TransactionJudging
+from recengine.pipeline.judging import (
+    BlockTexts,
+    CompareMany,
+    PairJudge,
+    Reading,
+    TransactionJudging,
+)
 from recengine.pipeline.leader import relink
 from recengine.pipeline.override_clusters import cluster_rules, override_region, with_partners
 from recengine.pipeline.rank_blocks import leader_blocks, rank_order
@@ -244,14 +250,24 @@ class Deduplicator:
         self.canonicals.invalidate()
         return len(members)
 
-    def cluster_all(self, factory: sessionmaker[Session], version: int, index: Candidates) -> int:
+    def cluster_all(
+        self,
+        factory: sessionmaker[Session],
+        version: int,
+        index: Candidates,
+        many: CompareMany | None = None,
+    ) -> int:
         """Every cluster of ``version`` by a full recluster of ``index``, read and written in
         short transactions (a reindex, before its switch: readers do not see the version yet).
+
+        Args:
+            many: computes what is compared of a block's texts at once (the reindex's pool
+                when it has several workers; ``judging.BlockTexts``).
 
         Returns:
             The rows written.
         """
-        members = self._leaders(lambda: transaction(factory), index, version)
+        members = self._leaders(lambda: transaction(factory), index, version, many)
         return self._write_version(factory, version, members)
 
     def save(self) -> None:
@@ -288,7 +304,13 @@ class Deduplicator:
                 )
         return len(members)
 
-    def _leaders(self, reading: Reading, index: Candidates, version: int) -> list[MemberRow]:
+    def _leaders(
+        self,
+        reading: Reading,
+        index: Candidates,
+        version: int,
+        many: CompareMany | None = None,
+    ) -> list[MemberRow]:
         """Every cluster of ``index`` by :func:`leader_blocks`: the articles in rank order, each
         decided against the canonicals in its reach (the radius index's articles, with the
         passage pairs as the other candidates). It verifies a pair per candidate of every
@@ -299,7 +321,7 @@ class Deduplicator:
             ids, fps = rank_order(
                 ids, fps, lambda part: published(session=session, article_ids=part)
             )
-        block = BlockTexts(self.judge, reading, version)
+        block = BlockTexts(self.judge, reading, version, many)
         extra = index.passage_pairs()
         with reading() as session:
             judging = TransactionJudging(self.judge, session, version)

@@ -32,6 +32,9 @@ from recengine.text.compare import Compared, WordPoints
 from recengine.text.hints import TextHints
 
 Reading = Callable[[], AbstractContextManager[Session]]
+# What is compared of many (title, content) pairs, in order: ``PairJudge.compared`` of each
+# without hints (``parallel.AnalysisPool.compared_many``).
+CompareMany = Callable[[list[tuple[str, str]]], list[Compared]]
 
 
 @dataclass
@@ -80,6 +83,16 @@ class PairJudge:
         """What the decision compares of a stored text (from its hint when there is one)."""
         points = self.hints.get(title, content)
         return compared_of(title, content, self.strip) if points is None else points.compared()
+
+    def compare_loaded(self, loaded: Loaded, many: CompareMany) -> None:
+        """Compute what is compared of every text ``loaded`` holds unread, at once by
+        ``many`` (in the reindex: on the pool's workers), except those with a hint (cheaper
+        from it, here)."""
+        hints = self.hints
+        todo = [i for i, (title, body) in loaded.raw.items() if hints.get(title, body) is None]
+        for i, found in zip(todo, many([loaded.raw[i] for i in todo]), strict=True):
+            loaded.texts[i] = found
+            del loaded.raw[i]
 
     def load(self, session: Session, version: int, ids: set[int], loaded: Loaded) -> None:
         """Add the fingerprints, vectors and texts of those of ``ids`` not in ``loaded`` yet
@@ -132,16 +145,22 @@ class TransactionJudging:
 class BlockTexts:
     """Texts of one block of the leader pass, loaded at once (in a read of their own); what
     the next block needs too is kept (a canonical most blocks meet is compared once), the
-    rest dropped."""
+    rest dropped. With ``many`` (a pool of several workers), what is compared of the texts
+    read is computed there for the whole block at once, not one by one as verifications
+    need it."""
 
-    def __init__(self, judge: PairJudge, reading: Reading, version: int) -> None:
-        self.judge, self.reading, self.version = judge, reading, version
+    def __init__(
+        self, judge: PairJudge, reading: Reading, version: int, many: CompareMany | None = None
+    ) -> None:
+        self.judge, self.reading, self.version, self.many = judge, reading, version, many
         self.loaded = Loaded()
 
     def prefetch(self, ids: set[int]) -> None:
         self.loaded = self.loaded.keep(ids)
         with self.reading() as session:
             self.judge.load(session, self.version, ids, self.loaded)
+        if self.many is not None:
+            self.judge.compare_loaded(self.loaded, self.many)
 
     def verify(self, article_id: int, canonical_id: int) -> Edge | None:
         # Both are in the block's prefetch (leader_blocks's contract); one without features

@@ -40,6 +40,7 @@ from recengine.features.tfidf import IdfModel
 from recengine.pipeline.featurize import Analyzed, FeatureRow, Featurizer, TextAnalysis, TextStats
 from recengine.pipeline.reindex_job import Item as Item
 from recengine.pipeline.reindex_job import ModelFile, Spooled, features_of_record, spool_batch
+from recengine.text.compare import Compared
 
 A = TypeVar("A")
 R = TypeVar("R")
@@ -184,6 +185,18 @@ class AnalysisPool:
         chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
         return Analyzed.concat(list(self._ordered(_count_texts, chunks)))
 
+    def compared_many(self, items: Sequence[tuple[str, str]]) -> list[Compared]:
+        """:meth:`Featurizer.compared` of ``(title, content)`` pairs read from SQL, split
+        across the workers, in order: the texts a block of the reindex's leader pass may
+        verify (``judging.BlockTexts``), which its parent would otherwise clean and shingle
+        alone while the workers idle."""
+        if not self.parallel or len(items) < 2:
+            featurizer = self._featurizer()
+            return [featurizer.compared(title, content) for title, content in items]
+        size = -(-len(items) // (2 * self.workers))  # two tasks a worker: none idles long
+        chunks = [items[i : i + size] for i in range(0, len(items), size)]
+        return [c for part in self._ordered(_compared_items, chunks) for c in part]
+
     def analyze_async(self, items: Sequence[tuple[str, str]]) -> Callable[[], TextAnalysis]:
         """Start :meth:`Featurizer.analyze_texts` of ``(title, content)`` pairs, split across
         the workers; the returned function waits for the result. In-process
@@ -312,3 +325,8 @@ def _analyze_items(items: Sequence[tuple[str, str]]) -> TextAnalysis:
 
 def _count_texts(texts: Sequence[str]) -> Analyzed:
     return _this_worker().count_many(texts)
+
+
+def _compared_items(items: Sequence[tuple[str, str]]) -> list[Compared]:
+    featurizer = _this_worker()
+    return [featurizer.compared(title, content) for title, content in items]

@@ -130,7 +130,9 @@ def _full(run: ReindexRun, resume: bool) -> ReindexResult:
         model,
         version,
         job.start_seq,
-        clusters=lambda index, _seq: run.dedup.cluster_all(run.factory, version, index),
+        clusters=lambda index, _seq: run.dedup.cluster_all(
+            run.factory, version, index, run.pool.compared_many if run.pool.parallel else None
+        ),
         seeds={PassageKind.name: _spooled_passages(run, job.start_seq)},
     )
     return ReindexResult(version, model.n_docs, len(model.df), caught_up, resumed)
