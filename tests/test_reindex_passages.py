@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import recengine.derived.passages as derived_passages
 import recengine.features.neardup as neardup
+import recengine.pipeline.featurize as featurize
 import recengine.pipeline.judging as judging
 from recengine.config import Settings
 from recengine.derived.passages import passage_follower, passage_kind
@@ -283,19 +284,24 @@ def test_the_leader_pass_compares_on_the_pool_s_workers(
     featurizer: Featurizer,
     data_dir: Path,
     compared_from_sql: list[tuple[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """With two workers, what a full reindex's leader pass compares of the texts it reads from
     SQL is computed on the workers, a block at once (none in the parent), and the clusters are
-    those the one-process reindex makes, the excerpts and digests with their sources."""
+    those the one-process reindex makes, the excerpts and digests with their sources. The
+    parent then never tokenizes: it loads no dictionary."""
     records = real_corpus(data_dir)
     Ingester(factory, featurizer).ingest_records(records)
     reindex(factory=factory, featurizer=featurizer)
     alone = clusters(factory)
     assert compared_from_sql, "the one-process leader pass compares in the parent"
     compared_from_sql.clear()
-    with AnalysisPool(settings, workers=2, featurizer=featurizer) as pool:
-        reindex(factory=factory, featurizer=featurizer, pool=pool)
-    assert compared_from_sql == []
+    built: list[Any] = []
+    monkeypatch.setattr(featurize, "build_tokenizer", lambda s: built.append(s))
+    parent = Featurizer(settings)
+    with AnalysisPool(settings, workers=2) as pool:
+        reindex(factory=factory, featurizer=parent, pool=pool)
+    assert compared_from_sql == [] and built == []
     assert clusters(factory) == alone
     copies = [(c["id"], c["id"].split("-", 1)[1]) for c in partial_copies(records[:8])]
     head = {i: alone.get(i, (i,))[0] for i in (r["id"] for r in records)}

@@ -13,6 +13,7 @@ Both steps work on batches (:class:`Analyzed`: the texts' hashes and one
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -126,13 +127,25 @@ class Featurizer:
 
     Args:
         settings: tokenizer and feature settings.
-        tokenizer: an already built tokenizer to share (built from settings when omitted).
+        tokenizer: an already built tokenizer to share (built from settings on first use
+            when omitted).
     """
 
     def __init__(self, settings: Settings, tokenizer: Tokenizer | None = None) -> None:
         self.settings = settings
-        self.tokenizer = tokenizer or build_tokenizer(settings.tokenizer)
+        self._tokenizer = tokenizer
+        self._building = threading.Lock()
         self.hasher = TermHasher()
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The tokenizer, built on first use (a dictionary load, ~0.4 s): the parent of a
+        reindex whose workers tokenize everything never loads one."""
+        if self._tokenizer is None:
+            with self._building:
+                if self._tokenizer is None:
+                    self._tokenizer = build_tokenizer(self.settings.tokenizer)
+        return self._tokenizer
 
     def text(self, title: str, content: str) -> str:
         """:func:`text_of` under these settings."""

@@ -41,6 +41,7 @@ from recengine.pipeline.featurize import Analyzed, FeatureRow, Featurizer, TextA
 from recengine.pipeline.reindex_job import Item as Item
 from recengine.pipeline.reindex_job import ModelFile, Spooled, features_of_record, spool_batch
 from recengine.text.compare import Compared
+from recengine.text.tokenize import build_tokenizer
 
 A = TypeVar("A")
 R = TypeVar("R")
@@ -181,9 +182,7 @@ class AnalysisPool:
         across workers."""
         if not self.parallel or len(texts) < 2:
             return self._featurizer().count_many(texts)
-        size = -(-len(texts) // self.workers)
-        chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
-        return Analyzed.concat(list(self._ordered(_count_texts, chunks)))
+        return Analyzed.concat(list(self._ordered(_count_texts, _split(texts, self.workers))))
 
     def compared_many(self, items: Sequence[tuple[str, str]]) -> list[Compared]:
         """:meth:`Featurizer.compared` of ``(title, content)`` pairs read from SQL, split
@@ -193,8 +192,7 @@ class AnalysisPool:
         if not self.parallel or len(items) < 2:
             featurizer = self._featurizer()
             return [featurizer.compared(title, content) for title, content in items]
-        size = -(-len(items) // (2 * self.workers))  # two tasks a worker: none idles long
-        chunks = [items[i : i + size] for i in range(0, len(items), size)]
+        chunks = _split(items, 2 * self.workers)  # two tasks a worker: none idles long
         return [c for part in self._ordered(_compared_items, chunks) for c in part]
 
     def analyze_async(self, items: Sequence[tuple[str, str]]) -> Callable[[], TextAnalysis]:
@@ -204,9 +202,7 @@ class AnalysisPool:
         if not self.parallel or len(items) < 2:
             done = self._featurizer().analyze_texts(items)
             return lambda: done
-        size = -(-len(items) // self.workers)
-        chunks = [items[i : i + size] for i in range(0, len(items), size)]
-        futures = [self._pool().submit(_analyze_items, chunk) for chunk in chunks]
+        futures = [self._pool().submit(_analyze_items, c) for c in _split(items, self.workers)]
 
         def result() -> TextAnalysis:
             try:
@@ -257,12 +253,19 @@ class AnalysisPool:
                 future.cancel()
 
 
+def _split(items: Sequence[A], parts: int) -> list[Sequence[A]]:
+    """``items`` in at most ``parts`` consecutive slices of equal size (the last shorter)."""
+    size = max(1, -(-len(items) // parts))
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
 def _init_worker(settings: Settings) -> None:
     """Pool initializer: build the featurizer once; ignore Ctrl-C; die with the parent."""
     global _worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
-    _worker = Featurizer(settings)
+    # the dictionary loads now, while the parent reads the first batch
+    _worker = Featurizer(settings, build_tokenizer(settings.tokenizer))
 
 
 def _watch_parent(ppid: int) -> None:
