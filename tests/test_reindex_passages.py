@@ -17,6 +17,7 @@ import recengine.derived.passages as derived_passages
 import recengine.features.neardup as neardup
 import recengine.pipeline.featurize as featurize
 import recengine.pipeline.judging as judging
+import recengine.pipeline.rank_blocks as rank_blocks
 from recengine.config import Settings
 from recengine.derived.passages import passage_follower, passage_kind
 from recengine.features.neardup import NearDupCriterion
@@ -306,3 +307,37 @@ def test_the_leader_pass_compares_on_the_pool_s_workers(
     copies = [(c["id"], c["id"].split("-", 1)[1]) for c in partial_copies(records[:8])]
     head = {i: alone.get(i, (i,))[0] for i in (r["id"] for r in records)}
     assert all(head[c] == head[s] for c, s in copies)
+
+
+@pytest.mark.parametrize("budget", [256 << 20, 0])
+def test_the_leader_pass_compares_each_text_once_across_blocks(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    data_dir: Path,
+    compared_from_sql: list[tuple[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+    budget: int,
+) -> None:
+    """Blocks of 8 articles: the dated copies lead (rank order), their sources come in the
+    next blocks and reposts of the sources at the very end, so a copy is met again by a block
+    far from the last one that needed it. What was compared of a text in one block serves
+    every later block that meets it again, so each text is read and compared once; with no
+    budget for that they are computed again; either way the clusters are those of one block
+    for everything."""
+    records = real_corpus(data_dir)
+    reposts = [
+        {**r, "id": f"repost-{r['id']}", "content": "转载自某网站。\n\n" + r["content"]}
+        for r in records[:8]
+    ]
+    Ingester(factory, featurizer).ingest_records(records + reposts)
+    reindex(factory=factory, featurizer=featurizer)
+    whole = clusters(factory)
+    monkeypatch.setattr(rank_blocks, "BLOCK", 8)
+    monkeypatch.setattr(judging, "KEPT_BYTES", budget)
+    compared_from_sql.clear()
+    reindex(factory=factory, featurizer=featurizer)
+    assert clusters(factory) == whole
+    repeated = len(compared_from_sql) - len(set(compared_from_sql))
+    assert len(compared_from_sql) > 8
+    assert repeated == 0 if budget else repeated > 0
