@@ -3,13 +3,17 @@
 Usage::
 
     python -m bench.reindex_profile [--mb 15] [--workers 1] [--top 25]
+    python -m bench.reindex_profile --resampled 30000
 
 The corpus is ``bench.corpus.long_mix`` (real long articles' lengths and paragraphs, see
-``bench.cli_run``), ingested through the command line into a SQLite database in a temporary
-directory; then ``recengine reindex --no-resume`` runs in a new process under ``cProfile``
-(``--workers 1``: everything in that process, so the profile sees all of it). Printed: the
-wall seconds of the profiled reindex, the cumulative seconds of the steps named below (those
-that exist in the profiled code), and the top functions by cumulative time.
+``bench.cli_run``), or with ``--resampled N`` the N articles of ``bench.reindex``'s
+paragraph mix (``resample_mixed``: crowds of articles share passages, so the leader pass
+verifies more pairs per article as N grows), ingested through the command line into a SQLite
+database in a temporary directory; then ``recengine reindex --no-resume`` runs in a new
+process under ``cProfile`` (``--workers 1``: everything in that process, so the profile sees
+all of it). Printed: the wall seconds of the profiled reindex, the cumulative seconds of the
+steps named below (those that exist in the profiled code), and the top functions by
+cumulative time.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import time
 from pathlib import Path
 
 from bench.cli_run import load, write_jsonl
-from bench.corpus import long_mix
+from bench.corpus import long_mix, real_docs, resample_mixed
 
 STEPS = (
     ("reindex.py", "_pass1"),
@@ -33,6 +37,7 @@ STEPS = (
     ("switch.py", "switch_to"),
     ("passages.py", "build"),
     ("dedup.py", "_leaders"),
+    ("featurize.py", "compared_of"),
     ("compare.py", "clean_parts"),
     ("compare.py", "compared"),
     ("compare.py", "clean_passages"),
@@ -46,8 +51,12 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=15.0)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--resampled", type=int, default=0, metavar="N")
     args = parser.parse_args()
-    docs = long_mix(int(args.mb * 1e6))
+    if args.resampled:
+        docs = resample_mixed(real_docs(), args.resampled)
+    else:
+        docs = long_mix(int(args.mb * 1e6))
     recengine = str(Path(sys.executable).with_name("recengine"))
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
