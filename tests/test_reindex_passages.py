@@ -24,6 +24,7 @@ from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import SparseVector
 from recengine.index.follower import Follower
 from recengine.index.passages import PassageIndex
+from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer, compared_of
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.parallel import AnalysisPool
@@ -309,7 +310,7 @@ def test_the_leader_pass_compares_on_the_pool_s_workers(
     assert all(head[c] == head[s] for c, s in copies)
 
 
-@pytest.mark.parametrize("budget", [256 << 20, 0])
+@pytest.mark.parametrize("budget", [256, 0])
 def test_the_leader_pass_compares_each_text_once_across_blocks(
     settings: Settings,
     factory: sessionmaker[Session],
@@ -334,9 +335,11 @@ def test_the_leader_pass_compares_each_text_once_across_blocks(
     reindex(factory=factory, featurizer=featurizer)
     whole = clusters(factory)
     monkeypatch.setattr(rank_blocks, "BLOCK", 8)
-    monkeypatch.setattr(judging, "KEPT_BYTES", budget)
+    kept = settings.model_copy(
+        update={"reindex": settings.reindex.model_copy(update={"kept_compared_mb": budget})}
+    )
     compared_from_sql.clear()
-    reindex(factory=factory, featurizer=featurizer)
+    reindex(factory=factory, featurizer=featurizer, dedup=Deduplicator(kept))
     assert clusters(factory) == whole
     repeated = len(compared_from_sql) - len(set(compared_from_sql))
     assert len(compared_from_sql) > 8

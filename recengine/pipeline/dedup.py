@@ -121,6 +121,7 @@ class Deduplicator:
         self.passages = passages or passage_follower(settings)
         self.canonicals = canonicals or canonical_follower(settings)
         self.k = settings.features.hamming_k
+        self.kept_bytes = settings.reindex.kept_compared_mb << 20  # the leader pass's texts
 
     @contextmanager
     def pending(self) -> Iterator[None]:
@@ -321,7 +322,7 @@ class Deduplicator:
             ids, fps = rank_order(
                 ids, fps, lambda part: published(session=session, article_ids=part)
             )
-        block = BlockTexts(self.judge, reading, version, many)
+        block = BlockTexts(self.judge, reading, version, many, self.kept_bytes)
         extra = index.passage_pairs()
         with reading() as session:
             judging = TransactionJudging(self.judge, session, version)

@@ -33,7 +33,6 @@ from recengine.text.compare import Compared, WordPoints
 from recengine.text.hints import TextHints
 
 Reading = Callable[[], AbstractContextManager[Session]]
-KEPT_BYTES = 256 << 20  # compared texts the leader pass keeps across blocks (~20,000 average ones)
 # What is compared of many (title, content) pairs, in order: ``PairJudge.compared`` of each
 # without hints (``parallel.AnalysisPool.compared_many``).
 CompareMany = Callable[[list[tuple[str, str]]], list[Compared]]
@@ -148,12 +147,12 @@ class BlockTexts:
     """Texts of one block of the leader pass, loaded at once (in a read of their own).
 
     What was compared of earlier blocks' texts stays, least recently used first out, within
-    ``budget`` bytes of shingles: a canonical that blocks far apart meet (the many articles of
-    a crowd of copies) is read from SQL and compared once, not once per block that needs it
-    again. Without it, a 30,000-article reindex of the resampled paragraph mix computed 83,326
-    compared texts (BENCHMARKS.md). With ``many`` (a pool of several workers), what is
-    compared of the texts read is computed there for the whole block at once, not one by one
-    as verifications need it."""
+    ``budget`` bytes of shingles (``reindex.kept_compared_mb``): a canonical that blocks far
+    apart meet (the many articles of a crowd of copies) is read from SQL and compared once,
+    not once per block that needs it again. Without it, a 30,000-article reindex of the
+    resampled paragraph mix computed 83,326 compared texts (BENCHMARKS.md). With ``many`` (a
+    pool of several workers), what is compared of the texts read is computed there for the
+    whole block at once, not one by one as verifications need it."""
 
     def __init__(
         self,
@@ -161,11 +160,11 @@ class BlockTexts:
         reading: Reading,
         version: int,
         many: CompareMany | None = None,
-        budget: int | None = None,
+        budget: int = 0,
     ) -> None:
         self.judge, self.reading, self.version, self.many = judge, reading, version, many
         self.loaded = Loaded()
-        self.budget = KEPT_BYTES if budget is None else budget
+        self.budget = budget
         self._kept: OrderedDict[int, Compared] = OrderedDict()
         self._kept_bytes = 0
 
