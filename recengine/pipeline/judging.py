@@ -28,7 +28,7 @@ from recengine.features.neardup import Decision, NearDupCriterion
 from recengine.pipeline.clustering import Edge
 from recengine.pipeline.featurize import compared_of
 from recengine.storage.articles import titles_and_contents
-from recengine.storage.features import fingerprints_of
+from recengine.storage.index_source import fingerprints_by_id
 from recengine.text.compare import Compared, WordPoints
 from recengine.text.hints import TextHints
 
@@ -102,7 +102,7 @@ class PairJudge:
         missing = sorted(ids - loaded.fps.keys())
         if not missing:
             return
-        found = fingerprints_of(session=session, version=version, article_ids=missing)
+        found = fingerprints_by_id(session=session, version=version, ids=missing)
         loaded.fps.update(found)
         unread = [i for i in found if i not in loaded.texts]
         loaded.raw.update(titles_and_contents(session=session, article_ids=unread))

@@ -54,23 +54,6 @@ def features_of(
     return out
 
 
-def fingerprints_of(
-    *, session: Session, version: int, article_ids: Sequence[int]
-) -> dict[int, int]:
-    """article id -> fingerprint under ``version`` of those of ``article_ids`` that have
-    features (what a verification reads besides the texts: no vector blobs)."""
-    out: dict[int, int] = {}
-    for chunk in in_chunks(article_ids):
-        rows = session.execute(
-            select(ArticleFeatures.article_id, ArticleFeatures.fingerprint).where(
-                ArticleFeatures.model_version == version,
-                ArticleFeatures.article_id.in_(chunk),
-            )
-        ).all()
-        out.update((r.article_id, r.fingerprint) for r in rows)
-    return out
-
-
 def save_model(
     *,
     session: Session,
