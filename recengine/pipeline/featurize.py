@@ -155,6 +155,10 @@ class Featurizer:
         """:func:`compared_of` under these settings."""
         return compared_of(title, content, self.settings.features.strip_boilerplate)
 
+    def compared_many(self, items: Sequence[tuple[str, str]]) -> list[Compared]:
+        """:meth:`compared` of each ``(title, content)`` pair, in order."""
+        return [self.compared(title, content) for title, content in items]
+
     def analyze(self, title: str, content: str) -> TextStats:
         return self.count(self.text(title, content))
 

@@ -190,8 +190,7 @@ class AnalysisPool:
         verify (``judging.BlockTexts``), which its parent would otherwise clean and shingle
         alone while the workers idle."""
         if not self.parallel or len(items) < 2:
-            featurizer = self._featurizer()
-            return [featurizer.compared(title, content) for title, content in items]
+            return self._featurizer().compared_many(items)
         chunks = _split(items, 2 * self.workers)  # two tasks a worker: none idles long
         return [c for part in self._ordered(_compared_items, chunks) for c in part]
 
@@ -331,5 +330,4 @@ def _count_texts(texts: Sequence[str]) -> Analyzed:
 
 
 def _compared_items(items: Sequence[tuple[str, str]]) -> list[Compared]:
-    featurizer = _this_worker()
-    return [featurizer.compared(title, content) for title, content in items]
+    return _this_worker().compared_many(items)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from recengine.text.shingles import Points, run_hashes, word_points
+from recengine.text.shingles import EMPTY, Points, run_hashes, word_points
 
 PASSAGE_CHARS = 12
 PASSAGES_KEPT = 8
@@ -77,7 +77,7 @@ def passages_of(words: Points, n: int = PASSAGE_CHARS, m: int = PASSAGES_KEPT) -
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     if not len(words):
-        return np.zeros(0, np.uint64)
+        return EMPTY
     mixed = mix64(run_hashes(words, n))  # a bijection: repeated runs stay equal, others apart
     # The m smallest distinct values lie among the 4m smallest values whenever those hold m
     # distinct ones (a text rarely repeats a run more than 3 times): no sort of the whole set.
