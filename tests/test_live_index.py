@@ -176,3 +176,36 @@ def test_one_answer_reads_the_state_row_once_for_both_indexes(
     assert len(reads) == 1 and index.dense.held is not None
     assert index.follower.held is not None
     assert index.dense.held.seq == index.follower.held.seq == snap.seq
+
+
+def test_compaction_is_weighed_once_per_index_not_per_read(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    records: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every read syncs; the compaction check (a count of live rows, ~0.4 ms at 1M) runs only
+    when the index a follower holds is a new one."""
+    load(factory, featurizer, records[:20])
+    index = LiveIndex(settings, factory, background=False)
+    answers(index, factory, [records[0]["id"]])
+    asked: list[str] = []
+    for follower in (index.follower, index.dense):
+        kind = type(follower.kind)
+        real = kind.compaction_due
+
+        def counted(self: Any, held: Any, real: Any = real, name: str = kind.__name__) -> bool:
+            asked.append(name)
+            return bool(real(self, held))
+
+        monkeypatch.setattr(kind, "compaction_due", counted)
+    answers(index, factory, [records[0]["id"], records[1]["id"], records[2]["id"]])
+    assert asked == []
+    Ingester(factory, featurizer).ingest_records([repost(records[0], 1)])
+    first = answers(index, factory, [records[0]["id"]])
+    assert sorted(asked) == sorted(
+        {type(index.follower.kind).__name__, type(index.dense.kind).__name__}
+    )
+    asked.clear()
+    assert answers(index, factory, [records[0]["id"]]) == first and asked == []

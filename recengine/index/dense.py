@@ -80,6 +80,10 @@ class Main:
     faiss_index: Any = field(repr=False)
     selector: Any = field(repr=False, default=None)  # alive rows, when some are dead
     _keep: Any = field(repr=False, default=None)  # what FAISS objects point into
+    live: int = field(init=False)  # alive rows, counted once (every search asks: 0.4 ms at 1M)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "live", int(self.alive.sum()))
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,7 +97,7 @@ class DenseIndex:
     delta_vectors: F32
 
     def __len__(self) -> int:
-        return int(self.main.alive.sum()) + len(self.delta_ids)
+        return self.main.live + len(self.delta_ids)
 
     def search(self, query: F32, n: int) -> tuple[I64, F64]:
         """The ``n`` live rows of largest inner product with ``query`` (``float32 (d,)``):
@@ -104,7 +108,7 @@ class DenseIndex:
         q64 = q[0].astype(np.float64)
         m = self.main
         rows = np.zeros(0, np.int64)
-        if len(m.ids) and m.alive.any():
+        if m.live:
             kwargs = {}
             if m.selector is not None or m.lists.size:
                 kwargs["params"] = _search_params(m, self.params.nprobe)
@@ -151,7 +155,7 @@ class DenseIndex:
         return DenseIndex(self.dims, self.params, main, ids[order], vectors[order])
 
     def compaction_due(self) -> bool:
-        dead = len(self.main.ids) - int(self.main.alive.sum())
+        dead = len(self.main.ids) - self.main.live
         return len(self.delta_ids) > self.params.delta_max_rows or dead > max(
             MIN_DEAD, len(self.main.ids) // DEAD_SHARE
         )

@@ -154,6 +154,7 @@ class Follower(Generic[T]):
         self._notified_interval = 0.0
         self._generation = 0  # notifications received
         self._checked_generation = -1  # notifications received before the last check
+        self._due_for: tuple[T, bool] | None = None  # the last index asked about compaction
 
     @property
     def held(self) -> Held[T] | None:
@@ -499,7 +500,7 @@ class Follower(Generic[T]):
         assert held is not None
         if self._adopt is not None:
             return  # a compacted index waits to be swapped in at the next sync
-        if self.kind.compaction_due(held.index):
+        if self._compaction_due(held.index):
             if self.background:
                 base = held
                 self._start(lambda: self._compact_in_background(base))
@@ -510,6 +511,17 @@ class Follower(Generic[T]):
                 self._save(held)
         elif self.save_after is not None and self._unsaved >= self.save_after and not self._pending:
             self._save(held)
+
+    def _compaction_due(self, index: T) -> bool:
+        """``kind.compaction_due(index)``, asked once per index: every read syncs, and most
+        find the index unchanged (the check counts live rows: ~0.4 ms per read at 1M).
+        Indexes are immutable, so the answer for the same object cannot change."""
+        last = self._due_for
+        if last is not None and last[0] is index:
+            return last[1]
+        due = self.kind.compaction_due(index)
+        self._due_for = (index, due)
+        return due
 
     def _compact_in_background(self, base: Held[T]) -> None:
         compacted = Held(self.kind.compact(base.index), base.version, base.seq, base.database)

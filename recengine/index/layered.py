@@ -60,7 +60,7 @@ def with_changes(view: IndexView, changed: I64, added: Segment | None, max_parts
         parts.append(part)
     if added is not None and len(added):
         parts.append(whole(added))
-    main, small = parts[:1], [p for p in parts[1:] if p.alive.any()]
+    main, small = parts[:1], [p for p in parts[1:] if p.live]
     if len(small) > max_parts:
         index_terms = small[0].segment.index_terms
         merged = concat_rows([p.segment.rows(p.alive) for p in small])
@@ -71,8 +71,8 @@ def with_changes(view: IndexView, changed: I64, added: Segment | None, max_parts
 def compaction_due(view: IndexView, delta_max_rows: int) -> bool:
     """Whether the live rows should be merged into a new main segment now."""
     main, small = view.parts[0], view.parts[1:]
-    outside = sum(int(p.alive.sum()) for p in small)
-    dead = len(main.alive) - int(main.alive.sum())
+    outside = sum(p.live for p in small)
+    dead = len(main.alive) - main.live
     return outside > delta_max_rows or dead > max(MIN_DEAD, len(main.alive) // DEAD_SHARE)
 
 

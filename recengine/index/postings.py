@@ -27,14 +27,18 @@ Bools = npt.NDArray[np.bool_]
 
 @dataclass(frozen=True, eq=False)
 class Part:
-    """A segment and which of its rows are live (``bool (n,)``; False = deleted/replaced)."""
+    """A segment and which of its rows are live (``bool (n,)``; False = deleted/replaced).
+    The live rows are counted once, when the part is made (``alive`` is never changed in
+    place: a change makes a new part)."""
 
     segment: Segment
     alive: Bools
+    live: int = field(init=False)
     all_alive: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "all_alive", bool(self.alive.all()))
+        object.__setattr__(self, "live", int(self.alive.sum()))
+        object.__setattr__(self, "all_alive", self.live == len(self.alive))
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,7 @@ class IndexView:
         self.parts = parts
 
     def __len__(self) -> int:
-        return sum(int(p.alive.sum()) for p in self.parts)
+        return sum(p.live for p in self.parts)
 
     def locate(self, article_id: int) -> tuple[int, int] | None:
         """``(part, row)`` of a live article, or None."""
