@@ -15,7 +15,10 @@ Array contracts: ids ``int64``, fingerprints ``uint64``, query hashes ``uint64 (
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
+from functools import cache
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -243,19 +246,29 @@ def top_by_score(scores: F64, ids: I64, n: int) -> npt.NDArray[np.intp]:
 
 
 def exact_dot(seg: Segment, rows: npt.NDArray[np.integer], q_hashes: U64, q_weights: F32) -> F64:
-    """``float64 (len(rows),)``: inner product of each row's stored vector with the query."""
+    """``float64 (len(rows),)``: inner product of each row's stored vector with the query.
+
+    Each row's products, in stored order, summed as ``np.add.reduceat`` sums them (compiled:
+    ``index.dot_kernel``, ~9x faster than the numpy formulation it matches bit for bit, whose
+    binary search of every stored column among the query's was a sixth of a related list)."""
     if not len(rows):
         return np.zeros(0, np.float64)
-    idx, indptr = gather_ranges(seg.vec_indptr, np.asarray(rows))
     if not len(seg.terms) or not len(q_hashes):
         return np.zeros(len(rows), np.float64)
     pos = np.minimum(np.searchsorted(seg.terms, q_hashes), len(seg.terms) - 1)
     known = seg.terms[pos] == q_hashes
-    order = np.argsort(pos[known], kind="stable")
-    q_cols = pos[known][order]
-    q_w = q_weights[known][order].astype(np.float64)
-    cols = seg.vec_cols[idx]
-    at = np.minimum(np.searchsorted(q_cols, cols), max(len(q_cols) - 1, 0))
-    match = (q_cols[at] == cols) if len(q_cols) else np.zeros(len(cols), bool)
-    contrib = np.where(match, seg.vec_weights[idx].astype(np.float64) * q_w[at], 0.0)
-    return segment_sums(contrib, indptr)
+    dots: F64 = _dot_kernel().row_dots(
+        np.asarray(seg.vec_indptr, np.int64),
+        np.asarray(seg.vec_cols),
+        np.asarray(seg.vec_weights),
+        np.asarray(rows, np.int64),
+        pos[known].astype(np.int64),
+        q_weights[known].astype(np.float64),
+    )
+    return dots
+
+
+@cache
+def _dot_kernel() -> ModuleType:
+    """The compiled scoring (numba compiles it on first use, or loads its disk cache)."""
+    return importlib.import_module("recengine.index.dot_kernel")
