@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recengine.index.postings import segment_sums
+from recengine.index.postings import kernels, segment_sums
 from recengine.index.segment import (
     NO_DATE,
     Rows,
@@ -310,3 +310,22 @@ def test_rows_of_a_part_sharing_no_term_with_the_query_score_zero() -> None:
     hits = view.score(np.array([0, 1], np.intp), np.array([0, 0], np.intp), qh, qw)
     assert dict(zip(hits.ids.tolist(), hits.scores.tolist(), strict=True))[99] == 0.0
     assert exact_dot(second, np.array([0]), qh, qw).tolist() == [0.0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(0, 3_000), st.integers(1, 5_000))
+def test_candidate_sums_are_bincounts_bit_for_bit(seed: int, n: int, distinct: int) -> None:
+    """The partial scores of the candidate stage: each id's values added in input order
+    (repeated ids, negative and huge ids, values of mixed magnitude)."""
+    rng = np.random.default_rng(seed)
+    pool = rng.integers(-(2**62), 2**62, distinct)
+    ids = pool[rng.integers(0, distinct, n)].astype(np.int64)
+    values = rng.random(n) * 10.0 ** rng.integers(-6, 3, n)
+    first, sums = kernels().sum_by_id(ids, values)
+    unique, inverse = np.unique(ids, return_inverse=True)
+    want = np.bincount(inverse.ravel(), weights=values, minlength=len(unique))
+    assert sorted(ids[first].tolist()) == unique.tolist()
+    assert first.tolist() == sorted(first.tolist())  # order of first appearance
+    assert all(ids[: int(f)].tolist().count(int(ids[f])) == 0 for f in first[:50])
+    at = np.searchsorted(unique, ids[first])
+    assert sums.view(np.int64).tolist() == want[at].view(np.int64).tolist()

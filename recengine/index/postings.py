@@ -14,7 +14,10 @@ weights in stored order (largest first); rows ``intp`` positions within a segmen
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
+from functools import cache
+from types import ModuleType
 
 import numpy as np
 import numpy.typing as npt
@@ -85,11 +88,9 @@ def candidates(
     ids = np.concatenate([c[2] for c in chunks])
     where = np.concatenate([c[3] for c in chunks])
     rows = np.concatenate([c[4] for c in chunks])
-    unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-    # bincount adds in input order (query term, then head order): the same on every layout
-    partial = np.asarray(
-        np.bincount(inverse.ravel(), weights=contrib, minlength=len(unique)), dtype=np.float64
-    )
+    # each id's contributions added in input order (query term, then head order): the same
+    # sums on every layout; the candidates come in order of first appearance
+    first, partial = kernels().sum_by_id(ids.astype(np.int64), contrib.astype(np.float64))
     return where[first], rows[first], partial
 
 
@@ -216,3 +217,10 @@ def segment_sums(values: npt.NDArray[np.generic], indptr: I64) -> F64:
         sums = np.add.reduceat(values.astype(np.float64), indptr[:-1][nonempty])
         out[nonempty] = sums
     return out
+
+
+@cache
+def kernels() -> ModuleType:
+    """The compiled parts of a search (``index.score_kernels``; numba compiles them on first
+    use, or loads its disk cache)."""
+    return importlib.import_module("recengine.index.score_kernels")

@@ -15,16 +15,21 @@ Array contracts: ids ``int64``, fingerprints ``uint64``, query hashes ``uint64 (
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
-from functools import cache
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from recengine.index.postings import F64, Bools, Part, SearchParams, candidates, segment_sums
+from recengine.index.postings import (
+    F64,
+    Bools,
+    Part,
+    SearchParams,
+    candidates,
+    kernels,
+    segment_sums,
+)
 from recengine.index.segment import (
     F32,
     I64,
@@ -249,7 +254,7 @@ def exact_dot(seg: Segment, rows: npt.NDArray[np.integer], q_hashes: U64, q_weig
     """``float64 (len(rows),)``: inner product of each row's stored vector with the query.
 
     Each row's products, in stored order, summed as ``np.add.reduceat`` sums them (compiled:
-    ``index.dot_kernel``, ~9x faster than the numpy formulation it matches bit for bit, whose
+    ``index.score_kernels``, ~9x faster than the numpy formulation it matches bit for bit, whose
     binary search of every stored column among the query's was a sixth of a related list)."""
     if not len(rows):
         return np.zeros(0, np.float64)
@@ -257,7 +262,7 @@ def exact_dot(seg: Segment, rows: npt.NDArray[np.integer], q_hashes: U64, q_weig
         return np.zeros(len(rows), np.float64)
     pos = np.minimum(np.searchsorted(seg.terms, q_hashes), len(seg.terms) - 1)
     known = seg.terms[pos] == q_hashes
-    dots: F64 = _dot_kernel().row_dots(
+    dots: F64 = kernels().row_dots(
         np.asarray(seg.vec_indptr, np.int64),
         np.asarray(seg.vec_cols),
         np.asarray(seg.vec_weights),
@@ -266,9 +271,3 @@ def exact_dot(seg: Segment, rows: npt.NDArray[np.integer], q_hashes: U64, q_weig
         q_weights[known].astype(np.float64),
     )
     return dots
-
-
-@cache
-def _dot_kernel() -> ModuleType:
-    """The compiled scoring (numba compiles it on first use, or loads its disk cache)."""
-    return importlib.import_module("recengine.index.dot_kernel")

@@ -1,5 +1,7 @@
-"""The compiled exact scoring of :func:`recengine.index.view.exact_dot` (numba; imported on
-the first score, so that importing the package does not load numba).
+"""The compiled parts of a search (numba; loaded by :func:`recengine.index.postings.kernels` on
+the first search, so that importing the package does not load numba): the exact scoring of
+:func:`recengine.index.view.exact_dot` and the candidates' partial sums of
+:func:`recengine.index.postings.candidates`.
 
 ``row_dots`` gives, bit for bit, what the numpy formulation gives (``np.where`` of the matched
 products, then ``np.add.reduceat`` per row), without its temporaries: numpy's reduction of a
@@ -136,3 +138,37 @@ def row_dots(indptr: Any, cols: Any, weights: Any, rows: Any, q_cols: Any, q_w: 
             buf[k - start] = v
         out[i] = _reduced(buf, stop - start)
     return out
+
+
+@njit(cache=True, nogil=True)
+def sum_by_id(ids: Any, values: Any) -> Any:
+    """``(first, sums)``: for each distinct id, in order of first appearance, the position of
+    its first entry and the sum of its ``values`` in input order from 0.0 (``np.bincount``'s
+    sums, bit for bit, without sorting the ids).
+
+    Args:
+        ids: ``int64 (n,)``; values: ``float64 (n,)``.
+    """
+    n = len(ids)
+    bits = 4
+    while (1 << bits) < 2 * n:
+        bits += 1
+    size = 1 << bits
+    shift = np.uint64(64 - bits)
+    keys = np.empty(size, np.int64)
+    slots = np.full(size, -1, np.int64)  # slot -> place in the output
+    first = np.empty(n, np.int64)
+    sums = np.zeros(n, np.float64)
+    found = 0
+    for i in range(n):
+        x = ids[i]
+        slot = np.int64((np.uint64(x) * _GOLDEN) >> shift)
+        while slots[slot] != -1 and keys[slot] != x:
+            slot = (slot + 1) & (size - 1)
+        place = slots[slot]
+        if place == -1:
+            place = found
+            slots[slot], keys[slot], first[place] = place, x, i
+            found += 1
+        sums[place] += values[i]
+    return first[:found], sums[:found]
