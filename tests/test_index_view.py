@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recengine.index.ids import IdRows
 from recengine.index.postings import kernels, segment_sums
 from recengine.index.segment import (
     NO_DATE,
@@ -329,3 +330,33 @@ def test_candidate_sums_are_bincounts_bit_for_bit(seed: int, n: int, distinct: i
     assert all(ids[: int(f)].tolist().count(int(ids[f])) == 0 for f in first[:50])
     at = np.searchsorted(unique, ids[first])
     assert sums.view(np.int64).tolist() == want[at].view(np.int64).tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 10_000),
+    st.integers(0, 5_000),
+    st.sampled_from([1, 2, 5, 1_000]),
+    st.integers(-(2**40), 2**40),
+)
+def test_id_rows_agree_with_a_binary_search(seed: int, n: int, gap: int, first: int) -> None:
+    """The rows of ids, by the table (nearly contiguous ids) or the search (wide ranges, small
+    parts), for ids held, ids between them, below, above and far outside the range."""
+    rng = np.random.default_rng(seed)
+    ids = np.unique(first + np.cumsum(rng.integers(1, gap + 1, n))).astype(np.int64)
+    asked = np.concatenate(
+        (ids[rng.integers(0, max(len(ids), 1), 300)] if len(ids) else ids, ids[:50] + 1)
+    )
+    asked = np.concatenate((asked, [first - 5, first, 2**62, -(2**62)])).astype(np.int64)
+    rows = IdRows(ids).find(asked)
+    pos = np.minimum(np.searchsorted(ids, asked), max(len(ids) - 1, 0))
+    want = np.where(ids[pos] == asked, pos, -1) if len(ids) else np.full(len(asked), -1)
+    assert rows.dtype == np.intp and rows.tolist() == want.tolist()
+
+
+def test_id_rows_use_a_table_only_for_nearly_contiguous_ids() -> None:
+    ids = np.arange(10, 20_010, dtype=np.int64)
+    assert IdRows(ids)._table is not None  # a sequence's ids: one read per id
+    assert IdRows(ids * 5)._table is None  # a range 5x the rows: searched
+    assert IdRows(ids[:100])._table is None  # a small part: searched
+    assert IdRows(ids).find(np.array([10, 20_009, 9, 20_010]))[:4].tolist() == [0, 19_999, -1, -1]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import faiss
@@ -35,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from recengine.index.container import Arrays
+from recengine.index.ids import IdRows
 
 I64 = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
@@ -78,6 +80,7 @@ class Main:
     centroids: F32  # (nlist, d); (0, d) for a flat index
     lists: I64  # (n,) each row's IVF list; (0,) for a flat index
     faiss_index: Any = field(repr=False)
+    id_rows: IdRows = field(repr=False)  # rows by id; shared by the parts with these ids
     selector: Any = field(repr=False, default=None)  # alive rows, when some are dead
     _keep: Any = field(repr=False, default=None)  # what FAISS objects point into
     live: int = field(init=False)  # alive rows, counted once (every search asks: 0.4 ms at 1M)
@@ -98,6 +101,10 @@ class DenseIndex:
 
     def __len__(self) -> int:
         return self.main.live + len(self.delta_ids)
+
+    @cached_property
+    def _delta_rows(self) -> IdRows:
+        return IdRows(self.delta_ids)
 
     def search(self, query: F32, n: int) -> tuple[I64, F64]:
         """The ``n`` live rows of largest inner product with ``query`` (``float32 (d,)``):
@@ -125,10 +132,10 @@ class DenseIndex:
         out = np.zeros((len(ids), self.dims), np.float32)
         found = np.zeros(len(ids), bool)
         for part_ids, vectors, alive in (
-            (self.main.ids, self.main.vectors, self.main.alive),
-            (self.delta_ids, self.delta_vectors, None),
+            (self.main.id_rows, self.main.vectors, self.main.alive),
+            (self._delta_rows, self.delta_vectors, None),
         ):
-            rows = _find(part_ids, ids)
+            rows = part_ids.find(ids)
             hit = rows >= 0
             if alive is not None:
                 hit[hit] = alive[rows[hit]]
@@ -140,7 +147,7 @@ class DenseIndex:
         """This index without the ``changed`` ids (deleted or replaced) and with ``added``
         (ids among ``changed``, ascending) in the delta."""
         m = self.main
-        rows = _find(m.ids, changed)
+        rows = m.id_rows.find(changed)
         rows = rows[rows >= 0]
         main = m
         if len(rows) and m.alive[rows].any():
@@ -260,7 +267,7 @@ def make_main(ids: I64, vectors: F32, alive: Bools, centroids: F32, lists: I64) 
             len(vectors), faiss.swig_ptr(vectors), faiss.swig_ptr(rows), faiss.swig_ptr(assigned)
         )
         keep += [quantizer, rows, assigned]  # the IVF index points into the quantizer
-    main = Main(ids, vectors, alive, centroids, lists, index, None, keep)
+    main = Main(ids, vectors, alive, centroids, lists, index, IdRows(ids), None, keep)
     return _with_alive(main, alive)
 
 
@@ -272,7 +279,9 @@ def _with_alive(m: Main, alive: Bools) -> Main:
         bitmap = np.packbits(alive, bitorder="little")
         selector = faiss.IDSelectorBitmap(len(alive), faiss.swig_ptr(bitmap))
         keep.append(bitmap)
-    return Main(m.ids, m.vectors, alive, m.centroids, m.lists, m.faiss_index, selector, keep)
+    return Main(
+        m.ids, m.vectors, alive, m.centroids, m.lists, m.faiss_index, m.id_rows, selector, keep
+    )
 
 
 def _search_params(m: Main, nprobe: int) -> Any:
@@ -312,11 +321,3 @@ def dots(vectors: F32, query: F64) -> F64:
     """``float64 (n,)``: each row's inner product with ``query``, summed row by row (the same
     value for a row whatever else is in ``vectors``: no BLAS blocking)."""
     return np.asarray(np.sum(vectors.astype(np.float64) * query, axis=1), dtype=np.float64)
-
-
-def _find(sorted_ids: I64, ids: I64) -> npt.NDArray[np.intp]:
-    """Position of each of ``ids`` in ``sorted_ids``; -1 where absent."""
-    if not len(sorted_ids) or not len(ids):
-        return np.full(len(ids), -1, np.intp)
-    at = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
-    return np.where(sorted_ids[at] == ids, at, -1).astype(np.intp)

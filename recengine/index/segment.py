@@ -25,9 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
+
+from recengine.index.ids import IdRows
 
 NO_DATE = np.iinfo(np.int64).min
 NO_LABEL = 0
@@ -118,11 +121,11 @@ class Segment:
 
     def find(self, ids: I64) -> npt.NDArray[np.intp]:
         """Row of each id, ``-1`` where the segment does not hold it."""
-        ids = np.asarray(ids, dtype=np.int64)
-        if not len(self.ids):
-            return np.full(len(ids), -1, dtype=np.intp)
-        pos = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
-        return np.where(self.ids[pos] == ids, pos, -1)
+        return self._id_rows.find(ids)
+
+    @cached_property
+    def _id_rows(self) -> IdRows:
+        return IdRows(self.ids)
 
     def rows(self, keep: npt.NDArray[np.bool_]) -> Rows:
         """The kept rows back in :class:`Rows` form (to merge segments)."""
