@@ -131,11 +131,11 @@ class DenseIndex:
         """Vectors of live ``ids`` (``float32 (len(ids), d)``; zero rows where not found)."""
         out = np.zeros((len(ids), self.dims), np.float32)
         found = np.zeros(len(ids), bool)
-        for part_ids, vectors, alive in (
+        for part_rows, vectors, alive in (
             (self.main.id_rows, self.main.vectors, self.main.alive),
             (self._delta_rows, self.delta_vectors, None),
         ):
-            rows = part_ids.find(ids)
+            rows = part_rows.find(ids)
             hit = rows >= 0
             if alive is not None:
                 hit[hit] = alive[rows[hit]]
