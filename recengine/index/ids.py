@@ -8,6 +8,9 @@ first id`` to row answers each id with one read. The table is used when the ids'
 most ``MAX_SPAN`` times their number (it costs 4 bytes per id of the range, built on the first
 look-up); ids numbered otherwise fall back to the binary search. Both give the same rows.
 
+:func:`sorted_find` is that binary search, for any sorted distinct values (the term hashes a
+query looks up in a segment too).
+
 Array contract: ``ids`` ``int64 (n,)`` ascending and unique; answers are ``intp`` rows, ``-1``
 for an id the part does not hold.
 """
@@ -15,6 +18,7 @@ for an id the part does not hold.
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +28,15 @@ Rows = npt.NDArray[np.intp]
 
 MAX_SPAN = 4  # a table of at most 4 ids' range per row held (16 bytes per row)
 MIN_TABLE = 1_024  # smaller parts are searched: a table would not pay for itself
+
+
+def sorted_find(values: npt.NDArray[Any], wanted: npt.NDArray[Any]) -> Rows:
+    """Position of each of ``wanted`` in ``values`` (ascending, distinct; ids, term hashes),
+    ``-1`` where absent: a binary search each."""
+    if not len(values):
+        return np.full(len(wanted), -1, dtype=np.intp)
+    pos = np.minimum(np.searchsorted(values, wanted), len(values) - 1)
+    return np.where(values[pos] == wanted, pos, -1).astype(np.intp)
 
 
 class IdRows:
@@ -40,8 +53,7 @@ class IdRows:
             return np.full(len(wanted), -1, dtype=np.intp)
         table = self._table
         if table is None:
-            pos = np.minimum(np.searchsorted(own, wanted), len(own) - 1)
-            return np.where(own[pos] == wanted, pos, -1).astype(np.intp)
+            return sorted_find(own, wanted)
         offset = wanted - own[0]
         inside = (offset >= 0) & (offset < len(table))
         rows = np.full(len(wanted), -1, dtype=np.intp)

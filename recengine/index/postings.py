@@ -22,6 +22,7 @@ from types import ModuleType
 import numpy as np
 import numpy.typing as npt
 
+from recengine.index.ids import sorted_find
 from recengine.index.segment import F32, I64, U64, Segment, ranges
 
 F64 = npt.NDArray[np.float64]
@@ -90,7 +91,7 @@ def candidates(
     rows = np.concatenate([c[4] for c in chunks])
     # each id's contributions added in input order (query term, then head order): the same
     # sums on every layout; the candidates come in order of first appearance
-    first, partial = kernels().sum_by_id(ids.astype(np.int64), contrib.astype(np.float64))
+    first, partial = kernels().sum_by_id(np.asarray(ids, np.int64), np.asarray(contrib, np.float64))
     return where[first], rows[first], partial
 
 
@@ -117,8 +118,8 @@ def _locate(seg: Segment, q_hashes: U64) -> tuple[I64, I64]:
     if not len(seg.terms):
         zeros = np.zeros(len(q_hashes), np.int64)
         return zeros, zeros
-    pos = np.minimum(np.searchsorted(seg.terms, q_hashes), len(seg.terms) - 1)
-    known = seg.terms[pos] == q_hashes
+    pos = sorted_find(seg.terms, q_hashes)
+    known = pos >= 0
     return (
         np.where(known, seg.post_indptr[pos], 0),
         np.where(known, seg.post_indptr[pos + 1], 0),

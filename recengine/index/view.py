@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from recengine.index.ids import sorted_find
 from recengine.index.postings import (
     F64,
     Bools,
@@ -260,8 +261,8 @@ def exact_dot(seg: Segment, rows: npt.NDArray[np.integer], q_hashes: U64, q_weig
         return np.zeros(0, np.float64)
     if not len(seg.terms) or not len(q_hashes):
         return np.zeros(len(rows), np.float64)
-    pos = np.minimum(np.searchsorted(seg.terms, q_hashes), len(seg.terms) - 1)
-    known = seg.terms[pos] == q_hashes
+    pos = sorted_find(seg.terms, q_hashes)
+    known = pos >= 0
     dots: F64 = kernels().row_dots(
         np.asarray(seg.vec_indptr, np.int64),
         np.asarray(seg.vec_cols),
