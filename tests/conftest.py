@@ -24,6 +24,7 @@ from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 from tests.jvm import use_small_jvms
+from tests.templates import drop_templates
 
 # The real corpora the tests read ship with the repository (tests/data/README.md: sources and
 # licences), so a clone anywhere needs nothing outside it.
@@ -36,6 +37,13 @@ use_small_jvms()
 def data_dir() -> Path:
     assert (DATA / "javaguide" / "javaguide.jsonl").is_file(), f"test corpora missing: {DATA}"
     return DATA
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _loaded_templates() -> Iterator[None]:
+    """The templates of loaded databases (``tests/templates.py``) live for the session."""
+    yield
+    drop_templates()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,170 @@
+"""Loaded databases built once per test process and cloned into each test that loads the same.
+
+Ingesting a corpus and reindexing it (tokenize, fit, fingerprint, cluster, build the indexes)
+is the costliest set-up of the suite, and dozens of tests load the very same records on each
+database. :func:`load_cloned` does it once per process and key, into a *template* (a SQLite
+file or a PostgreSQL database, and a data directory), then gives each test a copy: SQLite's
+online backup of the file, PostgreSQL's ``CREATE DATABASE ... TEMPLATE`` (a file-level copy made
+by the server), and a copy of the data directory. The copy is exactly what the load would have
+written (the same ``database_id`` too, so the copied index files are the template's current
+ones); what a test checks of a load is unchanged, and a test that loads into a database that
+is no longer empty still loads the slow way (a clone would replace what it wrote).
+
+The templates are dropped at the end of the session (:func:`drop_templates`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.pipeline.featurize import Featurizer
+from recengine.storage.db import make_engine, make_session_factory
+from recengine.storage.migrate import upgrade
+from recengine.storage.state import read_state
+
+Build = Callable[[sessionmaker[Session], Featurizer, Sequence[dict[str, Any]]], None]
+
+
+class _Template:
+    def __init__(self, url: str, data_dir: Path) -> None:
+        self.url, self.data_dir = url, data_dir
+
+
+_templates: dict[str, _Template] = {}
+_root: Path | None = None
+
+
+def load_cloned(
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    records: Sequence[dict[str, Any]],
+    build: Build,
+) -> None:
+    """What ``build(factory, featurizer, records)`` writes, cloned from a template.
+
+    ``build`` is the load itself (e.g. ingest ``records``, then reindex); it runs on the real
+    database when that is not freshly migrated and empty, and once per key into the template.
+    """
+    engine = factory.kw["bind"]
+    data_dir = featurizer.settings.data_dir
+    if not _is_fresh(factory, data_dir):
+        build(factory, featurizer, records)
+        return
+    key = _key(engine, featurizer, records, build)
+    template = _templates.get(key) or _build_template(key, engine, featurizer, records, build)
+    engine.dispose()  # no connection may stay open on a database being replaced
+    if engine.dialect.name == "sqlite":
+        _copy_sqlite(make_url(template.url).database or "", engine.url.database or "")
+    else:
+        _copy_postgres(engine, make_url(template.url).database or "")
+    shutil.copytree(template.data_dir, data_dir, dirs_exist_ok=True)
+
+
+def drop_templates() -> None:
+    """Drop every PostgreSQL template and remove the template files."""
+    for template in _templates.values():
+        url = make_url(template.url)
+        if url.get_backend_name() == "postgresql":
+            with _admin(url) as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)'))
+    _templates.clear()
+    if _root is not None:
+        shutil.rmtree(_root, ignore_errors=True)
+
+
+def _is_fresh(factory: sessionmaker[Session], data_dir: Path) -> bool:
+    with factory() as session:
+        if read_state(session=session).seq != 0:
+            return False
+    return not data_dir.exists() or not any(data_dir.iterdir())
+
+
+def _key(
+    engine: Engine, featurizer: Featurizer, records: Sequence[dict[str, Any]], build: Build
+) -> str:
+    """What the load depends on: the database kind, the records, every setting but where the
+    database and data live, the tokenizer backend, and which load."""
+    settings = featurizer.settings.model_dump_json(exclude={"data_dir", "database_url"})
+    parts = [
+        engine.dialect.name,
+        json.dumps(list(records), sort_keys=True, default=str),
+        settings,
+        type(featurizer.tokenizer.backend).__name__,
+        f"{build.__module__}.{build.__qualname__}",
+    ]
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
+
+
+def _build_template(
+    key: str,
+    engine: Engine,
+    featurizer: Featurizer,
+    records: Sequence[dict[str, Any]],
+    build: Build,
+) -> _Template:
+    global _root
+    if _root is None:
+        _root = Path(tempfile.mkdtemp(prefix="recengine-templates-"))
+    folder = _root / key
+    if engine.dialect.name == "sqlite":
+        url = f"sqlite:///{folder / 'template.db'}"
+    else:
+        name = f"recengine_tmpl_{key}_{uuid.uuid4().hex[:6]}"
+        with _admin(engine.url) as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        url = engine.url.set(database=name).render_as_string(hide_password=False)
+    settings = featurizer.settings.model_copy(
+        update={"data_dir": folder / "data", "database_url": url}
+    )
+    template_engine = make_engine(url)
+    try:
+        upgrade(template_engine)
+        build(
+            make_session_factory(template_engine),
+            Featurizer(settings, featurizer.tokenizer),
+            records,
+        )
+    finally:
+        template_engine.dispose()
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    _templates[key] = _Template(url, folder / "data")
+    return _templates[key]
+
+
+def _copy_sqlite(source: str, target: str) -> None:
+    """SQLite's online backup: page for page, whatever the journal mode of either file."""
+    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+    src.close()
+    dst.close()
+
+
+def _copy_postgres(engine: Engine, template: str) -> None:
+    name = engine.url.database
+    with _admin(engine.url) as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
+
+
+@contextmanager
+def _admin(url: Any) -> Iterator[Connection]:
+    """An autocommit connection to the server's maintenance database."""
+    admin = create_engine(make_url(url).set(database="postgres"), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            yield conn
+    finally:
+        admin.dispose()
