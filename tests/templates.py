@@ -31,6 +31,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.reindex import reindex
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.storage.state import read_state
@@ -71,6 +73,21 @@ def load_cloned(
     else:
         _copy_postgres(engine, make_url(template.url).database or "")
     shutil.copytree(template.data_dir, data_dir, dirs_exist_ok=True)
+
+
+def load(
+    factory: sessionmaker[Session], featurizer: Featurizer, records: Sequence[dict[str, Any]]
+) -> None:
+    """``records`` ingested, then reindexed (cloned from the process's template of the same
+    load when the database is fresh: ``tests/templates.py``)."""
+    load_cloned(factory, featurizer, records, ingest_and_reindex)
+
+
+def ingest_and_reindex(
+    factory: sessionmaker[Session], featurizer: Featurizer, records: Sequence[dict[str, Any]]
+) -> None:
+    Ingester(factory, featurizer).ingest_records(list(records))
+    reindex(factory=factory, featurizer=featurizer)
 
 
 def drop_templates() -> None:

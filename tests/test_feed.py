@@ -18,7 +18,8 @@ from recengine.recommend.feed import ReaderFeeds
 from recengine.recommend.live import LiveIndex
 from recengine.storage.models import ReaderEvent
 from tests.factories import javaguide_records
-from tests.test_related import delete_article, load, repost
+from tests.templates import load
+from tests.test_related import delete_article, repost
 from tests.test_related_properties import facts
 
 

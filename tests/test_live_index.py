@@ -17,7 +17,8 @@ from recengine.pipeline.reindex import reindex
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
 from tests.factories import javaguide_records
-from tests.test_related import delete_article, load, repost
+from tests.templates import load
+from tests.test_related import delete_article, repost
 
 
 def with_related(settings: Settings, **related: Any) -> Settings:

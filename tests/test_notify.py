@@ -22,7 +22,7 @@ from recengine.storage.db import transaction
 from recengine.storage.notify import ChangeListener, conninfo, listens
 from recengine.storage.state import begin_write
 from tests.factories import javaguide_records
-from tests.test_related import load
+from tests.templates import load
 
 # Notifications are PostgreSQL's (SQLite has none: readers check before every answer).
 ON_POSTGRES = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)

@@ -20,7 +20,8 @@ from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.state import read_state
 from tests.factories import javaguide_records
 from tests.overrides_helpers import add, remove
-from tests.test_related import ask, ids, load, loaded_service
+from tests.templates import load
+from tests.test_related import ask, ids, loaded_service
 
 
 @pytest.fixture

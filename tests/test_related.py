@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from recengine.storage.articles import get_article, soft_delete
 from recengine.storage.models import ArticleFeatures, ClusterMember
 from recengine.storage.state import begin_write, read_state
 from tests.factories import javaguide_records, record
-from tests.templates import load_cloned
+from tests.templates import load
 
 FOOTER = "\n\n本文转载自 JavaGuide，转载请注明出处。欢迎关注公众号获取更多面试资料。"
 
@@ -31,21 +30,6 @@ FOOTER = "\n\n本文转载自 JavaGuide，转载请注明出处。欢迎关注�
 def repost(rec: dict[str, Any], n: int) -> dict[str, Any]:
     """A near-duplicate the way reposting makes one: same text, a footer, another id."""
     return {**rec, "id": f"repost-{n}-{rec['id']}", "content": rec["content"] + FOOTER}
-
-
-def load(
-    factory: sessionmaker[Session], featurizer: Featurizer, records: Sequence[dict[str, Any]]
-) -> None:
-    """``records`` ingested, then reindexed (cloned from the process's template of the same
-    load when the database is fresh: ``tests/templates.py``)."""
-    load_cloned(factory, featurizer, records, ingest_and_reindex)
-
-
-def ingest_and_reindex(
-    factory: sessionmaker[Session], featurizer: Featurizer, records: Sequence[dict[str, Any]]
-) -> None:
-    Ingester(factory, featurizer).ingest_records(list(records))
-    reindex(factory=factory, featurizer=featurizer)
 
 
 def live_related(settings: Settings, factory: sessionmaker[Session]) -> RelatedArticles:

@@ -26,7 +26,8 @@ from recengine.recommend.suppress import pick
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 from recengine.storage.state import read_state
 from tests.factories import javaguide_records
-from tests.test_related import load, repost
+from tests.templates import load
+from tests.test_related import repost
 
 JUDGE = NearDupCriterion(k=8, min_cosine=0.9)
 HASHER = TermHasher()

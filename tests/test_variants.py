@@ -18,7 +18,7 @@ from recengine.recommend.live import LiveIndex
 from recengine.recommend.ranking import Variants, split_key
 from recengine.recommend.related import RelatedArticles
 from tests.factories import javaguide_records
-from tests.test_related import load
+from tests.templates import load
 
 EXPERIMENT = {
     "name": "ranking-1",

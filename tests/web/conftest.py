@@ -43,7 +43,12 @@ def make_app(settings: Settings, engine: Engine, tokenizer: Tokenizer) -> Callab
 
 
 @pytest.fixture
-def app(make_app: Callable[..., Flask]) -> Flask:
+def app(make_app: Callable[..., Flask], request: pytest.FixtureRequest) -> Flask:
+    """The app with the default settings. A test that also takes a ``corpus`` has it loaded
+    first (cloned from a template: ``tests/templates.py``), so that the app opens on it as a
+    server started on an existing database does."""
+    if "corpus" in request.fixturenames:
+        request.getfixturevalue("corpus")
     return make_app()
 
 

@@ -22,9 +22,9 @@ from werkzeug.test import TestResponse
 
 from recengine.index.follower import Step
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.reindex import reindex
 from recengine.recommend.answers import AnswerCache, CacheStats
 from tests.factories import javaguide_records
+from tests.templates import load
 from tests.web.conftest import AUTH
 from tests.web.test_duplicates import repost
 
@@ -34,11 +34,10 @@ NONSENSE = " ".join(f"zqx{chr(97 + i)}vwp{chr(97 + j)}" for i in range(8) for j 
 
 @pytest.fixture
 def corpus(
-    client: FlaskClient, factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
+    factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
 ) -> list[dict[str, Any]]:
     records = javaguide_records(data_dir, 60)
-    assert client.post("/api/v1/articles", json=records, headers=AUTH).status_code == 200
-    reindex(factory=factory, featurizer=featurizer)
+    load(factory, featurizer, records)
     return records
 
 

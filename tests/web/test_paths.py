@@ -6,6 +6,7 @@ served check is in ``test_slow_clients.py``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -15,9 +16,10 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest import Ingester
 from recengine.web.paths import split_article_path
 from tests.factories import javaguide_records
+from tests.templates import ingest_and_reindex, load_cloned
 from tests.web.conftest import AUTH
 from tests.web.test_articles import assert_error
 from tests.web.test_duplicates import repost
@@ -39,15 +41,21 @@ def test_split_article_path() -> None:
 
 @pytest.fixture
 def corpus(
-    client: FlaskClient, factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
+    factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
 ) -> list[dict[str, Any]]:
-    """Real articles, and a repost of the first under each awkward id."""
+    """Real articles, and a repost of the first under each awkward id (written after the
+    reindex, as a site's new articles are)."""
     records = javaguide_records(data_dir, 20)
-    copies = [repost(records[0], awkward) for awkward in AWKWARD]
-    assert client.post("/api/v1/articles", json=records, headers=AUTH).status_code == 200
-    reindex(factory=factory, featurizer=featurizer)
-    assert client.post("/api/v1/articles", json=copies, headers=AUTH).status_code == 200
+    load_cloned(factory, featurizer, records, _load_with_reposts)
     return records
+
+
+def _load_with_reposts(
+    factory: sessionmaker[Session], featurizer: Featurizer, records: Sequence[dict[str, Any]]
+) -> None:
+    ingest_and_reindex(factory, featurizer, records)
+    copies = [repost(dict(records[0]), awkward) for awkward in AWKWARD]
+    Ingester(factory, featurizer).ingest_records(copies)
 
 
 @pytest.mark.parametrize("awkward", AWKWARD)

@@ -11,8 +11,8 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.reindex import reindex
 from tests.factories import javaguide_records
+from tests.templates import load
 from tests.web.conftest import AUTH
 from tests.web.test_articles import assert_error
 from tests.web.test_duplicates import repost
@@ -20,11 +20,10 @@ from tests.web.test_duplicates import repost
 
 @pytest.fixture
 def corpus(
-    client: FlaskClient, factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
+    factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
 ) -> list[dict[str, Any]]:
     records = javaguide_records(data_dir, 60)
-    assert client.post("/api/v1/articles", json=records, headers=AUTH).status_code == 200
-    reindex(factory=factory, featurizer=featurizer)
+    load(factory, featurizer, records)
     return records
 
 
