@@ -18,9 +18,8 @@ from recengine.cli import main
 from recengine.cli.context import CliContext
 from recengine.config import Settings
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
 from tests.neardup_helpers import clusters, corpus
+from tests.templates import load
 
 
 def run(settings: Settings, *args: str) -> Result:
@@ -32,8 +31,7 @@ def loaded(
     factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     bases, reposts = corpus(data_dir, 12, 3)
-    Ingester(factory, featurizer).ingest_records(bases + reposts)
-    reindex(factory=factory, featurizer=featurizer)
+    load(factory, featurizer, bases + reposts)
     return bases, reposts
 
 

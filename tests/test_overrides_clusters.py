@@ -28,6 +28,7 @@ from recengine.storage.models import Article, ClusterMember
 from recengine.storage.state import begin_write, read_state
 from tests.neardup_helpers import clusters, corpus, repost
 from tests.overrides_helpers import add, listing, remove
+from tests.templates import load
 from tests.test_rank_blocks import weather
 
 
@@ -111,10 +112,8 @@ def loaded(
     factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
 ) -> tuple[Ingester, list[dict[str, Any]], list[dict[str, Any]]]:
     bases, reposts = corpus(data_dir, 24, 6)
-    ingester = Ingester(factory, featurizer)
-    ingester.ingest_records(bases + reposts[:4])
-    reindex(factory=factory, featurizer=featurizer)
-    return ingester, bases, reposts
+    load(factory, featurizer, bases + reposts[:4])
+    return Ingester(factory, featurizer), bases, reposts
 
 
 def test_each_cluster_override_through_ingest_and_reindex(

@@ -29,6 +29,7 @@ from recengine.storage.models import Article, ArticleFeatures, ModelPart
 from recengine.storage.state import read_state
 from tests.conftest import make_settings
 from tests.factories import javaguide_records
+from tests.templates import load
 from tests.test_related import live_related
 
 DIMS = 16
@@ -52,8 +53,7 @@ def service(
     featurizer: Featurizer,
     corpus: list[dict[str, Any]],
 ) -> RelatedArticles:
-    Ingester(factory, featurizer).ingest_records(corpus[:-HELD_BACK])
-    reindex(factory=factory, featurizer=featurizer)
+    load(factory, featurizer, corpus[:-HELD_BACK])
     return live_related(settings, factory)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from recengine.times import MAX_TIMESTAMP, MIN_TIMESTAMP, parse_time
 from recengine.web import create_app
 from tests.conftest import make_settings
 from tests.factories import javaguide_records
+from tests.templates import load_cloned
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 
@@ -136,11 +138,16 @@ def indexed(
     records = javaguide_records(data_dir, 30)
     for n, r in enumerate(records):
         r["published_at"] = (date(2024, 4, 20) + timedelta(days=n)).isoformat()
-    featurizer = Featurizer(shanghai, tokenizer)
-    summary = Ingester(factory, featurizer).ingest_records(records)
+    load_cloned(factory, Featurizer(shanghai, tokenizer), records, _ingest_all_and_reindex)
+    return records
+
+
+def _ingest_all_and_reindex(
+    factory: sessionmaker[Session], featurizer: Featurizer, records: Sequence[dict[str, Any]]
+) -> None:
+    summary = Ingester(factory, featurizer).ingest_records(list(records))
     assert summary.rejected == 0
     reindex(factory=factory, featurizer=featurizer)
-    return records
 
 
 def test_ingest_reads_a_date_alone_as_midnight_in_the_zone(
