@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -11,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recengine.index import scoring
 from recengine.index.ids import IdRows
-from recengine.index.postings import kernels, segment_sums
+from recengine.index.scoring import segment_sums
 from recengine.index.segment import (
     NO_DATE,
     Rows,
@@ -226,6 +229,17 @@ def test_segments_refuse_inconsistent_rows() -> None:
     assert len(build_segment(concat_rows([rows, random_rows(2, 3, first_id=100)]), 4)) == 8
 
 
+@contextmanager
+def both_paths(compiled: bool) -> Iterator[None]:
+    """``index.scoring`` taking the compiled kernels (as once they paid) or numpy (before)."""
+    saved = scoring._bought, scoring._spent, scoring._at_once
+    scoring._bought, scoring._spent, scoring._at_once = compiled, 0, 1 << 62
+    try:
+        yield
+    finally:
+        scoring._bought, scoring._spent, scoring._at_once = saved
+
+
 def numpy_exact_dot(
     seg: Segment, rows: npt.NDArray[np.int64], qh: npt.NDArray[np.uint64], qw: npt.NDArray[Any]
 ) -> npt.NDArray[np.float64]:
@@ -278,9 +292,12 @@ def test_exact_scores_are_numpys_bit_for_bit(seed: int, lengths: list[int], shar
     qh = rng.permutation(np.concatenate((rng.choice(vocab, shared, replace=False), unknown)))
     qw = rng.random(len(qh)).astype(np.float32)
     rows = rng.integers(0, n, 2 * n).astype(np.int64)
-    got = exact_dot(seg, rows, qh, qw)
-    assert got.dtype == np.float64 and len(got) == len(rows)
-    assert got.view(np.int64).tolist() == numpy_exact_dot(seg, rows, qh, qw).view(np.int64).tolist()
+    want_bits = numpy_exact_dot(seg, rows, qh, qw).view(np.int64).tolist()
+    for compiled in (True, False):  # the kernels once they pay, numpy before
+        with both_paths(compiled):
+            got = exact_dot(seg, rows, qh, qw)
+        assert got.dtype == np.float64 and len(got) == len(rows)
+        assert got.view(np.int64).tolist() == want_bits, compiled
     query = dict(zip(qh.tolist(), qw.astype(np.float64).tolist(), strict=True))
     for row, value in zip(rows.tolist(), got.tolist(), strict=True):
         h, w = hashes[row], weights[row].astype(np.float64)
@@ -322,14 +339,17 @@ def test_candidate_sums_are_bincounts_bit_for_bit(seed: int, n: int, distinct: i
     pool = rng.integers(-(2**62), 2**62, distinct)
     ids = pool[rng.integers(0, distinct, n)].astype(np.int64)
     values = rng.random(n) * 10.0 ** rng.integers(-6, 3, n)
-    first, sums = kernels().sum_by_id(ids, values)
     unique, inverse = np.unique(ids, return_inverse=True)
     want = np.bincount(inverse.ravel(), weights=values, minlength=len(unique))
-    assert sorted(ids[first].tolist()) == unique.tolist()
-    assert first.tolist() == sorted(first.tolist())  # order of first appearance
-    assert all(ids[: int(f)].tolist().count(int(ids[f])) == 0 for f in first[:50])
-    at = np.searchsorted(unique, ids[first])
-    assert sums.view(np.int64).tolist() == want[at].view(np.int64).tolist()
+    for compiled in (True, False):
+        with both_paths(compiled):
+            first, sums = scoring.sum_by_id(ids, values)
+        assert first.dtype == np.int64 and sums.dtype == np.float64
+        assert sorted(ids[first].tolist()) == unique.tolist()
+        assert first.tolist() == sorted(first.tolist())  # order of first appearance
+        assert all(ids[: int(f)].tolist().count(int(ids[f])) == 0 for f in first[:50])
+        at = np.searchsorted(unique, ids[first])
+        assert sums.view(np.int64).tolist() == want[at].view(np.int64).tolist()
 
 
 @settings(max_examples=60, deadline=None)

@@ -14,7 +14,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.errors import SchemaOutOfDate
 from recengine.storage.db import make_engine
-from recengine.storage.migrate import check_schema, head_revision, upgrade
+from recengine.storage.migrate import (
+    SCHEMA_HEAD,
+    check_schema,
+    head_revision,
+    migrations_head,
+    upgrade,
+)
 from recengine.storage.models import Article, ArticleFeatures, Base, IdfModelRow
 from recengine.storage.state import begin_write, read_state
 from recengine.storage.types import i64_to_u64, u64_to_i64
@@ -41,6 +47,11 @@ def test_upgrade_is_idempotent_and_schema_check_fails_on_empty(database_url: str
             head_revision(eng)
         )
     eng.dispose()
+
+
+def test_the_schema_the_code_needs_is_the_newest_migration() -> None:
+    """``SCHEMA_HEAD`` follows ``migrations/versions``: a new migration updates it."""
+    assert SCHEMA_HEAD == migrations_head() == head_revision(None)  # type: ignore[arg-type]
 
 
 EDGES = [0, 1, (1 << 63) - 1, 1 << 63, (1 << 63) + 1, (1 << 64) - 1, 0xDEADBEEFCAFEBABE]

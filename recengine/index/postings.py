@@ -14,15 +14,13 @@ weights in stored order (largest first); rows ``intp`` positions within a segmen
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
-from functools import cache
-from types import ModuleType
 
 import numpy as np
 import numpy.typing as npt
 
 from recengine.index.ids import sorted_find
+from recengine.index.scoring import segment_sums, sum_by_id
 from recengine.index.segment import F32, I64, U64, Segment, ranges
 
 F64 = npt.NDArray[np.float64]
@@ -91,7 +89,7 @@ def candidates(
     rows = np.concatenate([c[4] for c in chunks])
     # each id's contributions added in input order (query term, then head order): the same
     # sums on every layout; the candidates come in order of first appearance
-    first, partial = kernels().sum_by_id(np.asarray(ids, np.int64), np.asarray(contrib, np.float64))
+    first, partial = sum_by_id(np.asarray(ids, np.int64), np.asarray(contrib, np.float64))
     return where[first], rows[first], partial
 
 
@@ -207,21 +205,3 @@ def _live_heads(
     keep = alive & (rank < np.repeat(caps, lengths))
     term = np.repeat(np.arange(len(start)), lengths)
     return term[keep], seg.post_weights[idx[keep]].astype(np.float64), rows[keep].astype(np.intp)
-
-
-def segment_sums(values: npt.NDArray[np.generic], indptr: I64) -> F64:
-    """Sum of each CSR row, each summed on its own (independent of the other rows)."""
-    n = len(indptr) - 1
-    out = np.zeros(n, dtype=np.float64)
-    nonempty = indptr[1:] > indptr[:-1]
-    if len(values) and nonempty.any():
-        sums = np.add.reduceat(values.astype(np.float64), indptr[:-1][nonempty])
-        out[nonempty] = sums
-    return out
-
-
-@cache
-def kernels() -> ModuleType:
-    """The compiled parts of a search (``index.score_kernels``; numba compiles them on first
-    use, or loads its disk cache)."""
-    return importlib.import_module("recengine.index.score_kernels")

@@ -1,5 +1,5 @@
-"""The compiled parts of a search (numba; loaded by :func:`recengine.index.postings.kernels` on
-the first search, so that importing the package does not load numba): the exact scoring of
+"""The compiled parts of a search (numba; loaded by :mod:`recengine.index.scoring` once they pay
+for themselves, so that importing the package does not load numba): the exact scoring of
 :func:`recengine.index.view.exact_dot` and the candidates' partial sums of
 :func:`recengine.index.postings.candidates`.
 

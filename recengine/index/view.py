@@ -28,9 +28,8 @@ from recengine.index.postings import (
     Part,
     SearchParams,
     candidates,
-    kernels,
-    segment_sums,
 )
+from recengine.index.scoring import row_dots, segment_sums
 from recengine.index.segment import (
     F32,
     I64,
@@ -254,16 +253,17 @@ def top_by_score(scores: F64, ids: I64, n: int) -> npt.NDArray[np.intp]:
 def exact_dot(seg: Segment, rows: npt.NDArray[np.integer], q_hashes: U64, q_weights: F32) -> F64:
     """``float64 (len(rows),)``: inner product of each row's stored vector with the query.
 
-    Each row's products, in stored order, summed as ``np.add.reduceat`` sums them (compiled:
-    ``index.score_kernels``, ~9x faster than the numpy formulation it matches bit for bit, whose
-    binary search of every stored column among the query's was a sixth of a related list)."""
+    Each row's products, in stored order, summed as ``np.add.reduceat`` sums them (compiled
+    once that pays, ``index.scoring``: ~9x faster than the numpy formulation it matches bit
+    for bit, whose binary search of every stored column among the query's was a sixth of a
+    related list at 1M)."""
     if not len(rows):
         return np.zeros(0, np.float64)
     if not len(seg.terms) or not len(q_hashes):
         return np.zeros(len(rows), np.float64)
     pos = sorted_find(seg.terms, q_hashes)
     known = pos >= 0
-    dots: F64 = kernels().row_dots(
+    dots: F64 = row_dots(
         np.asarray(seg.vec_indptr, np.int64),
         np.asarray(seg.vec_cols),
         np.asarray(seg.vec_weights),
