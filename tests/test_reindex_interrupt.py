@@ -11,12 +11,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
@@ -28,8 +28,8 @@ from recengine.pipeline.reindex import reindex
 from recengine.storage.features import features_of, load_model_payload
 from recengine.storage.models import ArticleFeatures, IdfModelRow
 from recengine.storage.state import read_state
-from tests import snapshots
 from tests.factories import csl_records, javaguide_records
+from tests.templates import load_cloned
 
 RECENGINE = str(Path(sys.executable).with_name("recengine"))
 # The reindex is started through this, so that it takes Ctrl-C as a terminal gives it however
@@ -93,37 +93,21 @@ class Reader:
         self.queries += 1
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The corpus state saved by the module's first SQLite test (``corpus``)."""
-    return {"dir": tmp_path_factory.mktemp("corpus")}
-
-
 @pytest.fixture
-def corpus(
-    settings: Settings,
-    engine: Engine,
-    factory: sessionmaker[Session],
-    featurizer: Featurizer,
-    data_dir: Path,
-    built: dict[str, Path],
-) -> None:
-    """1,000 real abstracts indexed, then 200 real articles ingested under that old model.
+def corpus(factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path) -> None:
+    """1,000 real abstracts indexed, then 200 real articles ingested under that old model
+    (built once per database kind, then cloned: ``tests/templates.py``)."""
+    records = csl_records(data_dir, 1000) + javaguide_records(data_dir, 200)
+    load_cloned(factory, featurizer, records, _indexed_then_ingested)
 
-    Built once on SQLite (four tests start from it) and copied for the later tests: database
-    and data directory, the same bytes (``tests.snapshots``); built anew on PostgreSQL.
-    """
-    on_sqlite = snapshots.sqlite_path(settings) is not None
-    if on_sqlite and "sqlite" in built:
-        snapshots.restore(built["sqlite"], settings, engine)
-        return
+
+def _indexed_then_ingested(
+    factory: sessionmaker[Session], featurizer: Featurizer, records: Sequence[dict[str, Any]]
+) -> None:
     ingester = Ingester(factory, featurizer)
-    ingester.ingest_records(csl_records(data_dir, 1000))
+    ingester.ingest_records(list(records[:1000]))
     reindex(factory=factory, featurizer=featurizer, batch_size=500)
-    ingester.ingest_records(javaguide_records(data_dir, 200))
-    if on_sqlite:
-        snapshots.save(settings, built["dir"] / "sqlite")
-        built["sqlite"] = built["dir"] / "sqlite"
+    ingester.ingest_records(list(records[1000:]))
 
 
 def environment(settings: Settings, hold: str | None = None) -> dict[str, str]:
