@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -24,7 +24,7 @@ from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 from tests.jvm import use_small_jvms
-from tests.templates import drop_templates
+from tests.templates import admin_connection, drop_templates
 
 # The real corpora the tests read ship with the repository (tests/data/README.md: sources and
 # licences), so a clone anywhere needs nothing outside it.
@@ -73,15 +73,13 @@ def postgres_url() -> Iterator[str]:
     """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
     server = make_url(_postgres_server_url())
     name = f"recengine_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(server, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
+    with admin_connection(server) as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     try:
         yield server.set(database=name).render_as_string(hide_password=False)
     finally:
-        with admin.connect() as conn:
+        with admin_connection(server) as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.engine import make_url
@@ -40,9 +40,9 @@ from recengine.storage.state import read_state
 Build = Callable[[sessionmaker[Session], Featurizer, Sequence[dict[str, Any]]], None]
 
 
-class _Template:
-    def __init__(self, url: str, data_dir: Path) -> None:
-        self.url, self.data_dir = url, data_dir
+class _Template(NamedTuple):
+    url: str
+    data_dir: Path
 
 
 _templates: dict[str, _Template] = {}
@@ -95,7 +95,7 @@ def drop_templates() -> None:
     for template in _templates.values():
         url = make_url(template.url)
         if url.get_backend_name() == "postgresql":
-            with _admin(url) as conn:
+            with admin_connection(url) as conn:
                 conn.execute(text(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)'))
     _templates.clear()
     if _root is not None:
@@ -140,7 +140,7 @@ def _build_template(
         url = f"sqlite:///{folder / 'template.db'}"
     else:
         name = f"recengine_tmpl_{key}_{uuid.uuid4().hex[:6]}"
-        with _admin(engine.url) as conn:
+        with admin_connection(engine.url) as conn:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
         url = engine.url.set(database=name).render_as_string(hide_password=False)
     settings = featurizer.settings.model_copy(
@@ -169,14 +169,15 @@ def _copy_sqlite(source: str, target: str) -> None:
 
 def _copy_postgres(engine: Engine, template: str) -> None:
     name = engine.url.database
-    with _admin(engine.url) as conn:
+    with admin_connection(engine.url) as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
 
 
 @contextmanager
-def _admin(url: Any) -> Iterator[Connection]:
-    """An autocommit connection to the server's maintenance database."""
+def admin_connection(url: Any) -> Iterator[Connection]:
+    """An autocommit connection to the maintenance database of ``url``'s server (to create and
+    drop databases: the tests' own and the templates)."""
     admin = create_engine(make_url(url).set(database="postgres"), isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:

@@ -52,11 +52,6 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     command.upgrade(alembic_config(engine), revision)
 
 
-def head_revision(engine: Engine) -> str:
-    """The revision the code needs (:data:`SCHEMA_HEAD`)."""
-    return SCHEMA_HEAD
-
-
 @cache
 def migrations_head() -> str | None:
     """The newest revision Alembic finds in ``migrations/`` (read once)."""
@@ -90,7 +85,7 @@ def _revision_of(connection: Connection) -> str | None:
 
 def check_schema(engine: Engine) -> None:
     """Raise :class:`SchemaOutOfDate` unless the database is at the code's head revision."""
-    current, head = current_revision(engine), head_revision(engine)
+    current, head = current_revision(engine), SCHEMA_HEAD
     if current != head:
         state = "has no schema" if current is None else f"is at revision {current}"
         raise SchemaOutOfDate(
