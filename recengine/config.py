@@ -76,7 +76,7 @@ class NearDupSettings(_Section):
     min_containment: float = Field(default=0.8, gt=0.0, le=1.0)
     min_coverage: float = Field(default=0.35, gt=0.0, le=1.0)
     min_body_chars: int = Field(default=100, ge=0, le=100_000)
-    min_title_containment: float = Field(default=0.5, gt=0.0, le=1.0)
+    min_title_containment: float = Field(default=0.6, gt=0.0, le=1.0)
     passage_stop_df: int = Field(default=200, ge=2, le=1_000_000)
     min_cosine: float = Field(default=0.93, ge=0.0, le=1.0)
 
