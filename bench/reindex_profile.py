@@ -51,6 +51,12 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=15.0)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument(
+        "--sort",
+        default="cumulative",
+        choices=["cumulative", "tottime"],
+        help="order of the table (tottime: where the parent itself spends its time)",
+    )
     parser.add_argument("--resampled", type=int, default=0, metavar="N")
     args = parser.parse_args()
     if args.resampled:
@@ -91,7 +97,7 @@ def main() -> None:
             for (path, _, function), (_, calls, _, cumulative, _) in table.items():
                 if function == name and path.endswith(file) and "recengine" in path:
                     print(f"  {file}:{name}: {cumulative:.2f} s cumulative, {calls} calls")
-        stats.sort_stats("cumulative").print_stats(args.top)
+        stats.sort_stats(args.sort).print_stats(args.top)
 
 
 if __name__ == "__main__":

@@ -140,6 +140,18 @@ def test_web_addresses_do_not_count_as_body() -> None:
     assert len(linked.shingles) > len(plain.shingles)  # what is compared keeps the address
     assert address_chars("[链接](www.Example.com/a_b) and ftp://x.cn, not foo://y") == 21
     assert address_chars("[链接](../about/stars-2.md)(点击链接即可查看)") == 13
+    assert address_chars("[维基](https://zh.wikipedia.org/wiki/分治法)策略") == 26  # 分治法 too
+    assert address_chars("xhttp://a.cn a1www.b.cn ok.http:// 无") == 0  # inside words, empty
+    assert address_chars("HTTP://A.CN/X") == address_chars("http://a.cn/x") == 8
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="htpsfw:/.()[]]x1中 ", max_size=30), max_size=6))
+def test_addresses_end_at_whitespace(pieces: list[str]) -> None:
+    """Counted per piece or in the text they make joined by spaces: the same."""
+    joined = " ".join(pieces)
+    assert address_chars(joined) == sum(address_chars(p) for p in pieces)
+    assert 0 <= address_chars(joined) <= len(compared_of("", joined).shingles) + len(joined)
 
 
 # Quoting conventions of mail and Usenet (RFC 3676 ">"), top-posting clients, BBCode, SMTH.
