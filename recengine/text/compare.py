@@ -12,8 +12,8 @@ stripped: ``pipeline.featurize.text_of`` does both) and returns
   is only the same article as a page with the same title). A link's address is chrome too: the
   paywall stubs of a Markdown site ("**Netty** 相关的面试题为我的[知识星球](https://javaguide.cn/...)
   专属内容") have 150-160 word characters, 90-100 of them in addresses, and stubs of different
-  articles were judged the same article on their shared template and addresses (JavaGuide:
-  4 such stubs, 3 false pairs shown in related lists; ``bench.related_quality``).
+  articles were judged the same article on their shared template and addresses (JavaGuide's
+  stubs of paid articles: 3 false pairs in its related lists, ``bench.related_quality``).
 
 The candidate hashes of the same text (:mod:`recengine.text.passages`) are not part of it: no
 decision reads them, and they cost a third of ``compared`` (computed for every article a
