@@ -16,7 +16,10 @@ A pair counts when main's criterion on the two texts (``NearDupCriterion.decide`
 or containment, with the junk rule) calls them the same article, at any distance; every article
 of a list is checked against every other and against the query. Each corpus is ingested into a
 fresh SQLite database and reindexed with the shipped defaults; the first ``--queries`` articles
-(in corpus order) ask for a list of ``k`` = 10.
+(in corpus order) ask for a list of ``k`` = 10, twice, alternated: from the product as shipped,
+and from the same with the lists' text check off (``recommend.criterion``: pairs outside one
+cluster decided on their texts above ``neardup.list_text_cosine``), each list's thread CPU time
+measured, so that the check's effect and cost come from one run.
 
 Usage::
 
@@ -31,11 +34,14 @@ import os
 import time
 from collections import Counter
 
+import numpy as np
+
 from bench.corpus import Doc, inews_docs
 from bench.related_common import Stored, database, labelled
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.simhash import hamming
 from recengine.pipeline.featurize import Featurizer
+from recengine.recommend.criterion import DuplicateCriterion
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
 from recengine.text.compare import Compared, article_passages
@@ -63,22 +69,40 @@ def run(name: str, docs: list[Doc], queries: int) -> None:
                 texts[e] = featurizer.compared(by_id[e].title, by_id[e].content)
             return texts[e]
 
+        unchecked = RelatedArticles(settings, service.index)
+        unchecked.criterion = DuplicateCriterion(unchecked.criterion.judge, None)
         found: Counter[tuple[str, str]] = Counter()
+        off: Counter[tuple[str, str]] = Counter()
+        cpu: dict[str, list[float]] = {"shipped": [], "text check off": []}
         lists = shown = 0
         with factory() as session:
             for q in docs[:queries]:
-                body = service.related(q.id, session=session, k=K)
-                listed = [q.id, *(e["id"] for e in body["items"])]
-                lists, shown = lists + 1, shown + len(listed) - 1
-                for i, a in enumerate(listed):
-                    for b in listed[i + 1 :]:
-                        if criterion.decide(0, 0, text(a), text(b)).duplicate:
-                            found[min(a, b), max(a, b)] += 1
+                for label, svc, pairs in (
+                    ("shipped", service, found),
+                    ("text check off", unchecked, off),
+                ):
+                    start = time.thread_time()
+                    body = svc.related(q.id, session=session, k=K)
+                    cpu[label].append(time.thread_time() - start)
+                    listed = [q.id, *(e["id"] for e in body["items"])]
+                    if svc is service:
+                        lists, shown = lists + 1, shown + len(listed) - 1
+                    for i, a in enumerate(listed):
+                        for b in listed[i + 1 :]:
+                            if criterion.decide(0, 0, text(a), text(b)).duplicate:
+                                pairs[min(a, b), max(a, b)] += 1
         print(
             f"{name}: {len(docs)} articles, {lists} lists ({shown / max(lists, 1):.2f} items "
-            f"each): {sum(found.values())} near-duplicate pairs in lists, {len(found)} distinct "
+            f"each): {sum(found.values())} near-duplicate pairs in lists, {len(found)} distinct; "
+            f"with the text check off {sum(off.values())} ({len(off)}) "
             f"({time.perf_counter() - started:.0f} s, load {os.getloadavg()[0]:.1f})"
         )
+        for label, times in cpu.items():
+            ms = np.sort(np.asarray(times)) * 1e3
+            print(
+                f"  CPU per list, {label}: p50 {np.percentile(ms, 50):.2f} ms, "
+                f"p99 {np.percentile(ms, 99):.2f} ms, mean {ms.mean():.2f} ms"
+            )
         causes: Counter[str] = Counter()
         for (a, b), times in found.most_common():
             da, db = by_id[a], by_id[b]

@@ -10,8 +10,19 @@ stored with the member's row) or, outside clusters, when their fingerprints are 
 the same article whatever the pair's own verdict, since clustering judged each member against
 its canonical.
 
+Clusters miss some pairs: leader clustering joins an article only through the cluster's
+canonical, so B can be the same article as A, a member of L's cluster, and stay outside it (on
+the demo corpus 20 such pairs were shown in 7,353 lists, BENCHMARKS.md "Copies of one article in
+the demo corpus's lists"). So when the articles come with their texts (``Articles.compared``:
+related lists), a pair outside one cluster whose stored vectors' cosine is at least
+``neardup.list_text_cosine`` (0.5) is decided on the texts, by the criterion clustering uses
+(rule ``resemblance`` or ``containment``): those 20 pairs had cosines 0.65-0.99 (an excerpt and
+its source in a smaller corpus 0.54-0.56), while about one other pair per list reaches 0.5, so
+it costs about one text comparison per list.
+
 Cost: the Hamming distances to all the others are one vectorised operation; the judge (a cosine
-of two sparse vectors) runs only for the few within the radius.
+of two sparse vectors) runs only for the few within the radius, the texts only for the pairs
+above the cosine.
 """
 
 from __future__ import annotations
@@ -23,13 +34,14 @@ import numpy as np
 import numpy.typing as npt
 
 from recengine.config import Settings
-from recengine.features.neardup import NearDupCriterion
+from recengine.features.neardup import Compared, NearDupCriterion, cosine
 from recengine.features.simhash import hamming_many
 from recengine.features.tfidf import SparseVector
 
 NO_CLUSTER = -1
 
 VectorAt = Callable[[int], SparseVector]
+ComparedAt = Callable[[int], Compared]  # j -> what the criterion compares of article j's text
 
 
 def anonymous(hashes: npt.NDArray[np.uint64], weights: npt.NDArray[np.float32]) -> SparseVector:
@@ -40,24 +52,28 @@ def anonymous(hashes: npt.NDArray[np.uint64], weights: npt.NDArray[np.float32]) 
 @dataclass(frozen=True)
 class Articles:
     """Articles as the criterion sees them, in parallel: ids ``int64 (n,)``, fingerprints
-    ``uint64 (n,)``, clusters ``int64 (n,)`` (canonical id or :data:`NO_CLUSTER`), and
-    ``vector(i)``, the stored vector of article ``i`` (fetched only when needed)."""
+    ``uint64 (n,)``, clusters ``int64 (n,)`` (canonical id or :data:`NO_CLUSTER`),
+    ``vector(i)``, the stored vector of article ``i``, and, when the caller can read texts,
+    ``compared(i)``, what the criterion compares of its text (both fetched only when needed)."""
 
     ids: npt.NDArray[np.int64]
     fingerprints: npt.NDArray[np.uint64]
     clusters: npt.NDArray[np.int64]
     vector: VectorAt
+    compared: ComparedAt | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def take(self, positions: Sequence[int]) -> Articles:
         chosen = list(positions)
+        texts = self.compared
         return Articles(
             self.ids[chosen],
             self.fingerprints[chosen],
             self.clusters[chosen],
             lambda j: self.vector(chosen[j]),
+            None if texts is None else lambda j: texts(chosen[j]),
         )
 
 
@@ -66,14 +82,19 @@ class DuplicateCriterion:
 
     Args:
         judge: the pairwise near-duplicate criterion.
+        text_cosine: pairs outside one cluster whose stored vectors' cosine is at least this
+            are decided on their texts when both have one (``neardup.list_text_cosine``; None,
+            the setting's 1.0: never).
     """
 
-    def __init__(self, judge: NearDupCriterion) -> None:
+    def __init__(self, judge: NearDupCriterion, text_cosine: float | None = None) -> None:
         self.judge = judge
+        self.text_cosine = text_cosine
 
     @classmethod
     def from_settings(cls, settings: Settings) -> DuplicateCriterion:
-        return cls(NearDupCriterion.from_settings(settings))
+        floor = settings.neardup.list_text_cosine
+        return cls(NearDupCriterion.from_settings(settings), floor if floor < 1.0 else None)
 
     def match(
         self,
@@ -81,6 +102,7 @@ class DuplicateCriterion:
         cluster: int,
         vector: Callable[[], SparseVector],
         others: Articles,
+        text: Callable[[], Compared] | None = None,
     ) -> Matches:
         """Which of ``others`` the article duplicates, and why.
 
@@ -88,6 +110,8 @@ class DuplicateCriterion:
             fingerprint / cluster: the article's (cluster = canonical id or NO_CLUSTER).
             vector: returns the article's stored vector (called at most once).
             others: the articles to compare with.
+            text: returns what the criterion compares of the article's text (called at most
+                once; None: the texts are not read, see the module docstring).
         """
         prints = np.asarray(others.fingerprints, dtype=np.uint64)
         distance = hamming_many(np.array(fingerprint, dtype=np.uint64), prints).astype(np.int64)
@@ -95,12 +119,27 @@ class DuplicateCriterion:
         dup = same.copy()
         cosines = np.full(len(prints), np.nan)
         near = np.flatnonzero((distance <= self.judge.k) & ~same)
+        mine: SparseVector | None = None
         if len(near):
             mine = vector()
             for j in near.tolist():
                 verdict = self.judge.judge(fingerprint, mine, int(prints[j]), others.vector(j))
                 dup[j], cosines[j] = verdict.duplicate, verdict.cosine
-        return Matches(dup, distance, same, cosines)
+        rules = np.full(len(prints), "", dtype=object)
+        scores = np.full(len(prints), np.nan)
+        texts, floor = others.compared, self.text_cosine
+        if text is None or texts is None or floor is None:
+            return Matches(dup, distance, same, cosines, rules, scores)
+        mine = vector() if mine is None else mine
+        own: Compared | None = None
+        for j in np.flatnonzero(~dup).tolist():
+            if cosine(mine, others.vector(j))[0] < floor:
+                continue
+            own = text() if own is None else own
+            decision = self.judge.decide(fingerprint, int(prints[j]), own, texts(j))
+            if decision.duplicate:
+                dup[j], rules[j], scores[j] = True, decision.rule, decision.score
+        return Matches(dup, distance, same, cosines, rules, scores)
 
 
 @dataclass(frozen=True)
@@ -113,9 +152,14 @@ class Matches:
         same_cluster: ``bool (n,)`` both are in one cluster (a duplicate by that alone).
         cosine: ``float64 (n,)`` cosine of the stored vectors where the judge ran (within the
             radius, outside a shared cluster), NaN elsewhere.
+        text_rule: ``object (n,)`` the rule (``resemblance`` / ``containment``) where the texts
+            made the pair a duplicate, ``""`` elsewhere; ``text_score`` ``float64 (n,)`` its
+            figure, NaN elsewhere.
     """
 
     duplicate: npt.NDArray[np.bool_]
     distance: npt.NDArray[np.int64]
     same_cluster: npt.NDArray[np.bool_]
     cosine: npt.NDArray[np.float64]
+    text_rule: npt.NDArray[np.object_]
+    text_score: npt.NDArray[np.float64]

@@ -22,13 +22,15 @@ from sqlalchemy.orm import Session
 from recengine.derived.rows import epoch, label_hashes
 from recengine.features.tfidf import SparseVector
 from recengine.index.view import Hits, RowFilter
-from recengine.recommend.criterion import NO_CLUSTER, Articles, VectorAt, anonymous
+from recengine.recommend.criterion import NO_CLUSTER, Articles, ComparedAt, VectorAt, anonymous
 from recengine.recommend.curation import take
 from recengine.recommend.live import Snapshot
 from recengine.recommend.params import Filters
 from recengine.recommend.suppress import Reason
+from recengine.storage.articles import titles_and_contents
 from recengine.storage.clusters import clusters_of, member_rows
 from recengine.storage.index_source import briefs, internal_ids
+from recengine.text.compare import Compared, clean_parts, compared
 
 
 def to_row_filter(session: Session, filters: Filters, exclude: Sequence[int]) -> RowFilter:
@@ -53,12 +55,39 @@ def above(hits: Hits, min_score: float) -> Hits:
 
 
 def with_clusters(
-    session: Session, ids: npt.NDArray[np.int64], prints: npt.NDArray[np.uint64], vector: VectorAt
+    session: Session,
+    ids: npt.NDArray[np.int64],
+    prints: npt.NDArray[np.uint64],
+    vector: VectorAt,
+    strip: bool | None = None,
 ) -> Articles:
-    """Articles with their cluster (canonical id) looked up in ``cluster_members``."""
+    """Articles with their cluster (canonical id) looked up in ``cluster_members``; with
+    ``strip`` (``features.strip_boilerplate``) given, with what the criterion compares of their
+    texts too, read from SQL through ``session`` when first asked for (``recommend.criterion``
+    decides on the texts the few pairs it needs)."""
     found = clusters_of(session=session, article_ids=[int(i) for i in ids])
     clusters = np.array([found.get(int(i), NO_CLUSTER) for i in ids], dtype=np.int64)
-    return Articles(np.asarray(ids, np.int64), np.asarray(prints, np.uint64), clusters, vector)
+    texts = None if strip is None else _texts(session, ids, strip)
+    return Articles(
+        np.asarray(ids, np.int64), np.asarray(prints, np.uint64), clusters, vector, texts
+    )
+
+
+def _texts(session: Session, ids: npt.NDArray[np.int64], strip: bool) -> ComparedAt:
+    """``j -> what is compared of article ids[j]`` (``text.compare``), each read and computed
+    once (a deleted article's stored text still says what it was)."""
+    done: dict[int, Compared] = {}
+
+    def compared_at(j: int) -> Compared:
+        article = int(ids[j])
+        if article not in done:
+            title, content = titles_and_contents(session=session, article_ids=[article]).get(
+                article, ("", "")
+            )
+            done[article] = compared(*clean_parts(title, content, strip))
+        return done[article]
+
+    return compared_at
 
 
 def hit_vectors(snap: Snapshot, hits: Hits) -> VectorAt:

@@ -245,7 +245,11 @@ class RelatedArticles:
                 (np.array([query.fingerprint], np.uint64), hits.fingerprints[:window])
             )
             found = with_clusters(
-                session, ids, prints, lambda j: query.vector if j == 0 else stored(j - 1)
+                session,
+                ids,
+                prints,
+                lambda j: query.vector if j == 0 else stored(j - 1),
+                self.settings.features.strip_boilerplate,
             )
             prefix = found.take(range(1, len(ids)))
             picked = pick(prefix, found.take([0]), self.criterion, wanted, curation=curation)

@@ -14,18 +14,21 @@ anchor or with a result kept above it is skipped (not reported as a duplicate).
 Each cut carries its :class:`Reason`: which rule made the pair the same article. One of
 ``"cluster"`` (the two are in one cluster; ``recommend.listing.cut_entries`` replaces it by the
 rule stored with the cluster row, resemblance or containment, and its figure), ``"cosine"``
-(within the radius, the stored vectors' cosine) or ``"editor"`` (an editor's ``same_article``).
+(within the radius, the stored vectors' cosine), ``"resemblance"`` / ``"containment"`` (outside
+one cluster, decided on the texts: ``recommend.criterion``) or ``"editor"`` (an editor's
+``same_article``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from recengine.features.simhash import hamming_many
+from recengine.features.tfidf import SparseVector
 from recengine.recommend.criterion import NO_CLUSTER, Articles, DuplicateCriterion
 from recengine.recommend.curation import Curation
 
@@ -36,8 +39,8 @@ class Reason:
 
     duplicate_of: int  # article id (an anchor or a kept result)
     distance: int  # Hamming distance of the two fingerprints
-    rule: str  # "cluster", "cosine" or "editor" (module docstring)
-    score: float | None = None  # the cosine for "cosine"; None otherwise
+    rule: str  # "cluster", "cosine", "resemblance", "containment" or "editor" (module docstring)
+    score: float | None = None  # the figure of "cosine", "resemblance", "containment"; else None
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ def pick(
     # who may be judged a duplicate at all: only these need the criterion (an editor's
     # same_article can make any pair one article, so with those everybody may)
     together = curation is not None and bool(curation.together)
-    risky = None if together else may_duplicate(candidates, anchors, criterion.judge.k)
+    risky = None if together else may_duplicate(candidates, anchors, criterion)
     for i in range(len(candidates)):
         if len(out.kept) >= limit:
             break
@@ -103,23 +106,45 @@ def pick(
     return out
 
 
-def may_duplicate(candidates: Articles, anchors: Articles, k: int) -> npt.NDArray[np.bool_]:
-    """``bool (n,)``: candidate ``i`` is within ``k`` bits of, or in one cluster with, an
-    anchor or a candidate before it; the others duplicate nothing the walk can keep (the
-    criterion needs one of the two), so it skips them. One vectorised pass over all pairs."""
+def may_duplicate(
+    candidates: Articles, anchors: Articles, criterion: DuplicateCriterion
+) -> npt.NDArray[np.bool_]:
+    """``bool (n,)``: candidate ``i`` is within the radius of, in one cluster with, or (when
+    texts are read, ``recommend.criterion``) at least ``text_cosine`` similar to an anchor or a
+    candidate before it; the others duplicate nothing the walk can keep (the criterion needs
+    one of these), so it skips them. One vectorised pass over all pairs."""
     n = len(candidates)
     prints = np.asarray(candidates.fingerprints, np.uint64)
     others = np.concatenate((np.asarray(anchors.fingerprints, np.uint64), prints))
     clusters = np.concatenate((anchors.clusters, candidates.clusters))
-    near = hamming_many(prints[:, None], others[None, :]) <= k
+    near = hamming_many(prints[:, None], others[None, :]) <= criterion.judge.k
     near |= (candidates.clusters[:, None] == clusters[None, :]) & (
         candidates.clusters[:, None] != NO_CLUSTER
     )
+    floor = criterion.text_cosine
+    if floor is not None and candidates.compared is not None and anchors.compared is not None:
+        vectors = [anchors.vector(j) for j in range(len(anchors))]
+        vectors += [candidates.vector(i) for i in range(n)]
+        near |= pairwise_cosines(vectors)[len(anchors) :] >= floor
     # against the anchors, and against the candidates strictly before each one
     before = np.arange(n)[:, None] > np.arange(n)[None, :]
     near[:, len(anchors) :] &= before
     risky: npt.NDArray[np.bool_] = np.asarray(near.any(axis=1), dtype=bool)
     return risky
+
+
+def pairwise_cosines(vectors: Sequence[SparseVector]) -> npt.NDArray[np.float32]:
+    """``float32 (m, m)``: the cosines of ``m`` unit vectors (a few dozen: the candidates of one
+    list), as one dense product over the terms they hold."""
+    if not vectors:
+        return np.zeros((0, 0), np.float32)
+    hashes = np.concatenate([v.hashes for v in vectors])
+    terms, column = np.unique(hashes, return_inverse=True)
+    dense = np.zeros((len(vectors), len(terms)), np.float32)  # a threshold reads them: enough
+    rows = np.repeat(np.arange(len(vectors)), [len(v.hashes) for v in vectors])
+    dense[rows, column] = np.concatenate([v.weights for v in vectors])
+    out: npt.NDArray[np.float32] = dense @ dense.T
+    return out
 
 
 def _blocked(
@@ -146,8 +171,13 @@ def closest_duplicate(
     given); None when it duplicates none."""
     if not len(others):
         return None
+    texts = one.compared
     found = criterion.match(
-        int(one.fingerprints[0]), int(one.clusters[0]), lambda: one.vector(0), others
+        int(one.fingerprints[0]),
+        int(one.clusters[0]),
+        lambda: one.vector(0),
+        others,
+        None if texts is None else lambda: texts(0),
     )
     dup = found.duplicate
     if curation is not None:
@@ -161,4 +191,10 @@ def closest_duplicate(
         return Reason(other, distance, "editor")
     if found.same_cluster[best]:
         return Reason(other, distance, "cluster")
-    return Reason(other, distance, "cosine", round(float(found.cosine[best]), 4))
+    if found.text_rule[best]:
+        return Reason(other, distance, str(found.text_rule[best]), _figure(found.text_score[best]))
+    return Reason(other, distance, "cosine", _figure(found.cosine[best]))
+
+
+def _figure(value: float) -> float:
+    return round(float(value), 4)

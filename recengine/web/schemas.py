@@ -138,7 +138,8 @@ class SuppressedItem(_Out):
     distance: int = Field(description="Hamming distance of the 64-bit simhash fingerprints.")
     rule: Literal["resemblance", "containment", "cosine", "editor", "cluster"] = Field(
         description="The rule that made the two the same article: the texts' resemblance or "
-        "containment, as verified when the cluster was formed; the stored vectors' cosine "
+        "containment, as verified when the cluster was formed (or, for two articles outside "
+        "one cluster with similar vectors, when the list was made); the stored vectors' cosine "
         "(within the radius, outside clusters); an editor's override; or cluster "
         "membership (a row stored before rules were kept)."
     )
