@@ -1,8 +1,9 @@
 """The near-duplicate criterion applied to ranked lists: one article against many.
 
 The criterion itself is :meth:`recengine.features.neardup.NearDupCriterion.judge`, the one
-definition shared with clustering and the duplicates API. Lists hold stored vectors, not texts,
-so two articles are duplicates here when they are in one cluster (``cluster_members``: the
+definition shared with clustering and the duplicates API. Lists hold stored vectors (texts are
+read only for the few pairs below), so two articles are duplicates here when they are in one
+cluster (``cluster_members``: the
 texts were verified when the cluster was formed, resemblance or containment, and the rule is
 stored with the member's row) or, outside clusters, when their fingerprints are within
 ``features.hamming_k`` bits *and* the stored vectors' cosine is at least
