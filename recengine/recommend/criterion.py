@@ -5,11 +5,10 @@ definition shared with clustering and the duplicates API. Lists hold stored vect
 read only for the few pairs below), so two articles are duplicates here when they are in one
 cluster (``cluster_members``: the texts were verified when the cluster was formed, resemblance
 or containment, and the rule is stored with the member's row) or, outside clusters, when their
-fingerprints are within
-``features.hamming_k`` bits *and* the stored vectors' cosine is at least
-``neardup.min_cosine`` (the vectors-only form of the judge). Two articles of one cluster are
-the same article whatever the pair's own verdict, since clustering judged each member against
-its canonical.
+fingerprints are within ``features.hamming_k`` bits *and* the stored vectors' cosine is at
+least ``neardup.min_cosine`` (the vectors-only form of the judge). Two articles of one cluster
+are the same article whatever the pair's own verdict, since clustering judged each member
+against its canonical.
 
 Clusters miss some pairs: leader clustering joins an article only through the cluster's
 canonical, so B can be the same article as A, a member of L's cluster, and stay outside it (on
