@@ -23,7 +23,13 @@ from recengine.features.counts import TermCounts
 from recengine.features.fingerprint import batch_fingerprints, fingerprints
 from recengine.features.hashing import TermHasher
 from recengine.features.tfidf import IdfModel, TfidfVectorizer
-from recengine.text.compare import Compared, WordPoints, clean_parts, compared, points_of
+from recengine.text.compare import (
+    Compared,
+    WordPoints,
+    article_compared,
+    clean_parts,
+    points_of,
+)
 from recengine.text.passages import Passages
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 
@@ -113,8 +119,9 @@ def _joined(clean_title: str, body: str) -> str:
 
 def compared_of(title: str, content: str, strip: bool = True) -> Compared:
     """What the near-duplicate decision compares of an article (``text.compare``): the clean
-    title and the clean body of :func:`text_of`, quoted reply text removed."""
-    return compared(*clean_parts(title, content, strip))
+    title and the clean body of :func:`text_of`, quoted reply text removed
+    (``text.compare.article_compared``)."""
+    return article_compared(title, content, strip)
 
 
 def text_hash(text: str) -> str:

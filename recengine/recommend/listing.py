@@ -30,7 +30,7 @@ from recengine.recommend.suppress import Reason
 from recengine.storage.articles import titles_and_contents
 from recengine.storage.clusters import clusters_of, member_rows
 from recengine.storage.index_source import briefs, internal_ids
-from recengine.text.compare import Compared, clean_parts, compared
+from recengine.text.compare import Compared, article_compared
 
 
 def to_row_filter(session: Session, filters: Filters, exclude: Sequence[int]) -> RowFilter:
@@ -84,7 +84,7 @@ def _texts(session: Session, ids: npt.NDArray[np.int64], strip: bool) -> Compare
             title, content = titles_and_contents(session=session, article_ids=[article]).get(
                 article, ("", "")
             )
-            done[article] = compared(*clean_parts(title, content, strip))
+            done[article] = article_compared(title, content, strip)
         return done[article]
 
     return compared_at

@@ -159,6 +159,12 @@ def clean_parts(title: str, content: str, strip: bool = True) -> tuple[str, str]
     return clean(title), strip_boilerplate(body) if strip else body
 
 
+def article_compared(title: str, content: str, strip: bool = True) -> Compared:
+    """:func:`compared` of a stored article's title and content (cleaned by
+    :func:`clean_parts`): what the near-duplicate decision compares of it."""
+    return compared(*clean_parts(title, content, strip))
+
+
 def article_passages(title: str, content: str, strip: bool = True) -> Passages:
     """The passage hashes (``uint64 (<= 8,)``) of the text :func:`compared` sees (title +
     unquoted body of :func:`clean_parts`): what the passage index stores of an article."""
