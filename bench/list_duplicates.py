@@ -24,7 +24,12 @@ measured, so that the check's effect and cost come from one run.
 Usage::
 
     python -m bench.list_duplicates [--corpus inews javaguide csdn-blog-100 csl-papers]
-        [--queries 3000]
+        [--queries 3000] [--feeds]
+
+With ``--feeds`` the lists are reader feeds: for each query article a reader who read only it
+(recorded through ``ReaderFeeds.record_reads``) asks for a feed of ``k`` = 10, and the read
+article stands as the list's query: a copy of what the reader just read is the one a feed is
+most likely to offer (it is the read article's nearest neighbour).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import argparse
 import os
 import time
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
@@ -42,6 +48,7 @@ from recengine.features.neardup import NearDupCriterion
 from recengine.features.simhash import hamming
 from recengine.pipeline.featurize import Featurizer
 from recengine.recommend.criterion import DuplicateCriterion
+from recengine.recommend.feed import ReaderFeeds
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
 from recengine.text.compare import Compared, article_passages
@@ -53,13 +60,35 @@ def corpus(name: str) -> list[Doc]:
     return inews_docs() if name == "inews" else labelled()[name]
 
 
-def run(name: str, docs: list[Doc], queries: int) -> None:
+class FeedLists:
+    """Feeds as related lists: ``related(id)`` records that a reader of its own read article
+    ``id`` and returns that reader's feed, the read article standing as the list's query (a
+    copy of what was just read is the feed's commonest duplicate)."""
+
+    def __init__(self, feeds: ReaderFeeds, factory: Any, reader: str) -> None:
+        self.feeds, self.factory, self.reader = feeds, factory, reader
+        self.criterion = feeds.criterion
+
+    def related(self, article: str, *, session: Any, k: int) -> dict[str, Any]:
+        """(``session`` is not used: the feed is read in a session of its own, begun after the
+        read was committed.)"""
+        self.feeds.criterion = self.criterion
+        user = f"{self.reader}-{article}"
+        with self.factory.begin() as write:
+            self.feeds.record_reads(user, [article], session=write)
+        with self.factory() as fresh:
+            body: dict[str, Any] = self.feeds.feed(user, session=fresh, k=k)
+        assert article not in {e["id"] for e in body["items"]}, "a feed offered what was read"
+        return body
+
+
+def run(name: str, docs: list[Doc], queries: int, feeds: bool = False) -> None:
     by_id = {d.id: d for d in docs}
     started = time.perf_counter()
     with database(docs) as (settings, factory):
         stored = Stored.read(factory)
         row = {e: i for i, e in enumerate(stored.external)}
-        service = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+        service: Any = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
         featurizer = Featurizer(settings)
         criterion = NearDupCriterion.from_settings(settings)
         texts: dict[str, Compared] = {}
@@ -69,7 +98,10 @@ def run(name: str, docs: list[Doc], queries: int) -> None:
                 texts[e] = featurizer.compared(by_id[e].title, by_id[e].content)
             return texts[e]
 
-        unchecked = RelatedArticles(settings, service.index)
+        unchecked: Any = RelatedArticles(settings, service.index)
+        if feeds:
+            service = FeedLists(ReaderFeeds(settings, service.index), factory, "shipped")
+            unchecked = FeedLists(ReaderFeeds(settings, service.feeds.index), factory, "off")
         unchecked.criterion = DuplicateCriterion(unchecked.criterion.judge, None)
         found: Counter[tuple[str, str]] = Counter()
         off: Counter[tuple[str, str]] = Counter()
@@ -92,7 +124,8 @@ def run(name: str, docs: list[Doc], queries: int) -> None:
                             if criterion.decide(0, 0, text(a), text(b)).duplicate:
                                 pairs[min(a, b), max(a, b)] += 1
         print(
-            f"{name}: {len(docs)} articles, {lists} lists ({shown / max(lists, 1):.2f} items "
+            f"{name}: {len(docs)} articles, {lists} {'feeds' if feeds else 'lists'} "
+            f"({shown / max(lists, 1):.2f} items "
             f"each): {sum(found.values())} near-duplicate pairs in lists, {len(found)} distinct; "
             f"with the text check off {sum(off.values())} ({len(off)}) "
             f"({time.perf_counter() - started:.0f} s, load {os.getloadavg()[0]:.1f})"
@@ -137,9 +170,14 @@ def main() -> None:
         choices=["inews", "javaguide", "csdn-blog-100", "csl-papers"],
     )
     parser.add_argument("--queries", type=int, default=3000, help="lists per corpus")
+    parser.add_argument(
+        "--feeds",
+        action="store_true",
+        help="reader feeds instead of related lists: a reader per query who read only it",
+    )
     args = parser.parse_args()
     for name in args.corpus:
-        run(name, corpus(name), args.queries)
+        run(name, corpus(name), args.queries, args.feeds)
 
 
 if __name__ == "__main__":

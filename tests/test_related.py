@@ -19,6 +19,7 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.reindex import reindex
 from recengine.recommend.criterion import DuplicateCriterion
+from recengine.recommend.feed import ReaderFeeds
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.articles import get_article, soft_delete
@@ -301,15 +302,19 @@ _STORIES = ("雅好", "石家庄奥迪", "殉职")
 def test_copies_that_clustering_leaves_apart_are_not_shown_twice(
     settings: Settings, factory: sessionmaker[Session], featurizer: Featurizer
 ) -> None:
-    """Real news: the copies of three stories among 400 other articles. With the lists' text
-    check off, some list shows two copies of one story (the defect); as shipped, none does,
-    and each cut names the text rule that matched."""
+    """Real news: the copies of three stories among 400 other articles. With the text check
+    off, some related list shows two copies of one story, and some reader who read one copy is
+    offered another in the feed (the defect); as shipped, no list and no feed does, and each
+    cut names the text rule that matched."""
     records = list(inews_records())
     stories = [r for r in records if any(s in r["title"] for s in _STORIES)]
     corpus = stories + [r for r in records[:1500:3] if r not in stories][:400]
     service = loaded_service(settings, factory, featurizer, corpus)
     unchecked = live_related(settings, factory)
     unchecked.criterion = DuplicateCriterion(unchecked.criterion.judge, None)
+    feeds = ReaderFeeds(settings, service.index)
+    unchecked_feeds = ReaderFeeds(settings, service.index)
+    unchecked_feeds.criterion = unchecked.criterion
     criterion = NearDupCriterion.from_settings(settings)
     texts = {r["id"]: featurizer.compared(r["title"], r["content"]) for r in corpus}
 
@@ -323,15 +328,23 @@ def test_copies_that_clustering_leaves_apart_are_not_shown_twice(
         ]
 
     before, after, rules = [], [], set()
-    with factory() as session:
-        for r in stories:
+    feeds_before, feeds_after, feed_rules = [], [], set()
+    for r in stories:
+        with factory.begin() as session:  # a reader who has read this copy only
+            feeds.record_reads(f"reader-{r['id']}", [r["id"]], session=session)
+        with factory() as session:
             before += copies(unchecked.related(r["id"], session=session, k=10), r["id"])
             body = service.related(r["id"], session=session, k=10)
             after += copies(body, r["id"])
             rules |= {s["rule"] for s in body["suppressed"]}
-    assert len(stories) >= 6 and before, "the corpus no longer shows the defect"
-    assert after == []
-    assert rules & {"resemblance", "containment"}
+            reader = f"reader-{r['id']}"
+            feeds_before += copies(unchecked_feeds.feed(reader, session=session, k=10), r["id"])
+            feed = feeds.feed(reader, session=session, k=10)
+            feeds_after += copies(feed, r["id"])
+            feed_rules |= {s["rule"] for s in feed["suppressed"]}
+    assert len(stories) >= 6 and before and feeds_before, "the corpus no longer shows the defect"
+    assert after == [] and feeds_after == []
+    assert rules & {"resemblance", "containment"} and feed_rules & {"resemblance", "containment"}
 
 
 def test_cluster_members_are_suppressed_whatever_their_distance(

@@ -14,11 +14,12 @@ Clusters miss some pairs: leader clustering joins an article only through the cl
 canonical, so B can be the same article as A, a member of L's cluster, and stay outside it (on
 the demo corpus 20 such pairs were shown in 7,353 lists, BENCHMARKS.md "Copies of one article in
 the demo corpus's lists"). So when the articles come with their texts (``Articles.compared``:
-related lists), a pair outside one cluster whose stored vectors' cosine is at least
+related lists and feeds), a pair outside one cluster whose stored vectors' cosine is at least
 ``neardup.list_text_cosine`` (0.5) is decided on the texts, by the criterion clustering uses
 (rule ``resemblance`` or ``containment``): those 20 pairs had cosines 0.65-0.99 (an excerpt and
 its source in a smaller corpus 0.54-0.56), while about one other pair per list reaches 0.5, so
-it costs about one text comparison per list.
+it costs about one text comparison per list. Feeds showed the same stories (a copy of what the
+reader had just read: 9 pairs in 7,353 one-read feeds, ``bench.list_duplicates --feeds``).
 
 Cost: the Hamming distances to all the others are one vectorised operation; the judge (a cosine
 of two sparse vectors) runs only for the few within the radius, the texts only for the pairs
@@ -29,14 +30,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
 
 from recengine.config import Settings
-from recengine.features.neardup import Compared, NearDupCriterion, cosine
+from recengine.features.neardup import Compared, NearDupCriterion
 from recengine.features.simhash import hamming_many
 from recengine.features.tfidf import SparseVector
+from recengine.index.scoring import segment_sums
 
 NO_CLUSTER = -1
 
@@ -64,6 +67,34 @@ class Articles:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def cosines(self, vector: SparseVector) -> npt.NDArray[np.float64]:
+        """``float64 (n,)``: the cosine of the unit ``vector`` with each article's stored vector,
+        in one vectorised pass (the articles' vectors are stacked once, on first use: a feed
+        asks this of its reader's history for every candidate)."""
+        hashes, weights, indptr = self._stacked
+        if not len(vector) or not len(hashes):
+            return np.zeros(len(self), np.float64)
+        order = np.argsort(vector.hashes)
+        mine, theirs = vector.hashes[order], vector.weights[order].astype(np.float64)
+        at = np.minimum(np.searchsorted(mine, hashes), len(mine) - 1)
+        products = np.where(mine[at] == hashes, weights * theirs[at], 0.0)
+        return segment_sums(products, indptr)
+
+    @cached_property
+    def _stacked(
+        self,
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+        """The stored vectors end to end: hashes ``uint64 (nnz,)``, weights ``float64 (nnz,)``,
+        ``indptr`` ``int64 (n + 1,)`` (CSR)."""
+        vectors = [self.vector(j) for j in range(len(self))]
+        indptr = np.zeros(len(vectors) + 1, np.int64)
+        np.cumsum([len(v.hashes) for v in vectors], out=indptr[1:])
+        if not vectors:
+            return np.zeros(0, np.uint64), np.zeros(0, np.float64), indptr
+        hashes = np.concatenate([np.asarray(v.hashes, np.uint64) for v in vectors])
+        weights = np.concatenate([np.asarray(v.weights, np.float64) for v in vectors])
+        return hashes, weights, indptr
 
     def take(self, positions: Sequence[int]) -> Articles:
         chosen = list(positions)
@@ -132,9 +163,8 @@ class DuplicateCriterion:
             return Matches(dup, distance, same, cosines, rules, scores)
         mine = vector() if mine is None else mine
         own: Compared | None = None
-        for j in np.flatnonzero(~dup).tolist():
-            if cosine(mine, others.vector(j))[0] < floor:
-                continue
+        rest = np.flatnonzero(~dup)
+        for j in rest[others.cosines(mine)[rest] >= floor].tolist():
             own = text() if own is None else own
             decision = self.judge.decide(fingerprint, int(prints[j]), own, texts(j))
             if decision.duplicate:

@@ -12,8 +12,9 @@
 4. Slots go to interests in proportion to their shares (D'Hondt order: the next slot goes to
    the interest with the largest ``share / (slots + 1)``), which also interleaves them.
 5. Suppression (``recommend.suppress``): nothing within the duplicate criterion of any read
-   article or of an item above; at most one article per cluster; an item with cosine above
-   ``max_pair_similarity`` to one above is skipped (diversity).
+   article or of an item above (texts read for the close pairs outside one cluster, as in
+   related lists: ``recommend.criterion``); at most one article per cluster; an item with
+   cosine above ``max_pair_similarity`` to one above is skipped (diversity).
 6. Too few items (or no history at all): the newest articles fill the rest, de-duplicated the
    same way, with ``reasons = {"fresh": true}``.
 7. Editors' overrides (``recommend.curation``): an interest's queue starts with the pins of its
@@ -43,10 +44,12 @@ from recengine.recommend.curation import Curation, concat
 from recengine.recommend.explain import shared_terms
 from recengine.recommend.interests import Interest, find_interests, history_of
 from recengine.recommend.listing import (
+    TextsOf,
     above,
     cut_entries,
     hits_in_order,
     item,
+    texts_of,
     to_row_filter,
     with_clusters,
 )
@@ -128,9 +131,10 @@ class ReaderFeeds:
         history = history_of(session, snap.version, user_id, f, datetime.now(UTC))
         interests = find_interests(history, f)
         row_filter = to_row_filter(session, parsed, exclude=read)
-        anchors = self._anchors(session, snap, read)
+        texts = texts_of(session, self.settings.features.strip_boilerplate)
+        anchors = self._anchors(session, snap, read, texts)
         curation = Curation.of_articles(session, read)
-        slate = Slate(snap, anchors, self.criterion, f.max_pair_similarity, k, curation)
+        slate = Slate(snap, anchors, self.criterion, f.max_pair_similarity, k, curation, texts)
         floor = parsed.min_score or 0.0
         for interest, hits in self._candidates(snap, interests, row_filter, floor, k):
             pins = pinned_for(session, snap, interest, row_filter)
@@ -142,7 +146,9 @@ class ReaderFeeds:
             slate.fill()
         return self._body(session, snap, user_id, slate)
 
-    def _anchors(self, session: Session, snap: Snapshot, read: list[int]) -> Articles:
+    def _anchors(
+        self, session: Session, snap: Snapshot, read: list[int], texts: TextsOf
+    ) -> Articles:
         """Every read article with features: nothing in the feed may duplicate one of them."""
         prints = fingerprints_by_id(session=session, version=snap.version, ids=read)
         ids = np.fromiter(prints.keys(), np.int64, len(prints))
@@ -155,7 +161,7 @@ class ReaderFeeds:
             return SparseVector.from_bytes(stored[0].vector) if stored else EMPTY_VECTOR
 
         return with_clusters(
-            session, ids, np.fromiter(prints.values(), np.uint64, len(prints)), vector
+            session, ids, np.fromiter(prints.values(), np.uint64, len(prints)), vector, texts
         )
 
     def _candidates(

@@ -3,6 +3,7 @@
 * :func:`to_row_filter`: validated request filters -> the index's ``RowFilter``;
 * :func:`above`: the prefix of a ranked list above a score;
 * :func:`with_clusters`: candidates with their cluster looked up in ``cluster_members``;
+* :func:`texts_of`: what the criterion compares of articles' texts, read when first asked for;
 * :func:`hit_vectors`: stored vectors of hits, read from the index when asked for;
 * :func:`item`: one entry of a body's ``items``;
 * :func:`cut_entries`: the body's ``suppressed`` entries, each with the rule that matched;
@@ -11,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from sqlalchemy.orm import Session
 from recengine.derived.rows import epoch, label_hashes
 from recengine.features.tfidf import SparseVector
 from recengine.index.view import Hits, RowFilter
-from recengine.recommend.criterion import NO_CLUSTER, Articles, ComparedAt, VectorAt, anonymous
+from recengine.recommend.criterion import NO_CLUSTER, Articles, VectorAt, anonymous
 from recengine.recommend.curation import take
 from recengine.recommend.live import Snapshot
 from recengine.recommend.params import Filters
@@ -54,32 +55,34 @@ def above(hits: Hits, min_score: float) -> Hits:
     return hits.take(slice(0, int(np.searchsorted(-hits.scores, -min_score, side="right"))))
 
 
+TextsOf = Callable[[int], Compared]  # article id -> what the criterion compares of its text
+
+
 def with_clusters(
     session: Session,
     ids: npt.NDArray[np.int64],
     prints: npt.NDArray[np.uint64],
     vector: VectorAt,
-    strip: bool | None = None,
+    texts: TextsOf | None = None,
 ) -> Articles:
     """Articles with their cluster (canonical id) looked up in ``cluster_members``; with
-    ``strip`` (``features.strip_boilerplate``) given, with what the criterion compares of their
-    texts too, read from SQL through ``session`` when first asked for (``recommend.criterion``
-    decides on the texts the few pairs it needs)."""
+    ``texts`` (:func:`texts_of`) given, with what the criterion compares of their texts too
+    (``recommend.criterion`` decides on the texts the few pairs it needs)."""
     found = clusters_of(session=session, article_ids=[int(i) for i in ids])
     clusters = np.array([found.get(int(i), NO_CLUSTER) for i in ids], dtype=np.int64)
-    texts = None if strip is None else _texts(session, ids, strip)
-    return Articles(
-        np.asarray(ids, np.int64), np.asarray(prints, np.uint64), clusters, vector, texts
-    )
+    ids = np.asarray(ids, np.int64)
+    compared = None if texts is None else lambda j: texts(int(ids[j]))
+    return Articles(ids, np.asarray(prints, np.uint64), clusters, vector, compared)
 
 
-def _texts(session: Session, ids: npt.NDArray[np.int64], strip: bool) -> ComparedAt:
-    """``j -> what is compared of article ids[j]`` (``text.compare``), each read and computed
-    once (a deleted article's stored text still says what it was)."""
+def texts_of(session: Session, strip: bool) -> TextsOf:
+    """``article id -> what is compared of its text`` (``text.compare``; ``strip``:
+    ``features.strip_boilerplate``), each read from SQL through ``session`` and computed once
+    for the whole answer, however many lists or rounds ask (a deleted article's stored text
+    still says what it was)."""
     done: dict[int, Compared] = {}
 
-    def compared_at(j: int) -> Compared:
-        article = int(ids[j])
+    def compared_of(article: int) -> Compared:
         if article not in done:
             title, content = titles_and_contents(session=session, article_ids=[article]).get(
                 article, ("", "")
@@ -87,7 +90,7 @@ def _texts(session: Session, ids: npt.NDArray[np.int64], strip: bool) -> Compare
             done[article] = article_compared(title, content, strip)
         return done[article]
 
-    return compared_at
+    return compared_of
 
 
 def hit_vectors(snap: Snapshot, hits: Hits) -> VectorAt:

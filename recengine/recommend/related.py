@@ -60,10 +60,12 @@ from recengine.recommend.criterion import DuplicateCriterion
 from recengine.recommend.curation import Curation, OverridePresence, concat
 from recengine.recommend.explain import shared_terms
 from recengine.recommend.listing import (
+    TextsOf,
     cut_entries,
     hit_vectors,
     hits_in_order,
     item,
+    texts_of,
     to_row_filter,
     with_clusters,
 )
@@ -202,6 +204,7 @@ class RelatedArticles:
         n = max(ranking.candidates or r.candidates, 3 * wanted)
         vector = query_dense(snap, query)
         index = snap.dense.index if snap.dense is not None else None
+        texts = texts_of(session, self.settings.features.strip_boilerplate)  # for every round
         for _ in range(MAX_ROUNDS):
             params = search_params(self.settings, n)
             reach = -(-r.dense_candidates * n // r.candidates)
@@ -219,7 +222,7 @@ class RelatedArticles:
                 category = label_hash(query.category) if query.category else 0
                 found = blend(snap.view, found, ranking.weights, category, label_hashes(query.tags))
             hits = concat(lists.pinned, lists.curation.without_excluded(session, found))
-            picked = self._pick(session, snap, hits, query, wanted, lists.curation)
+            picked = self._pick(session, snap, hits, query, wanted, lists.curation, texts)
             if len(picked.kept) >= wanted or exhausted:
                 break
             n *= GROWTH
@@ -233,6 +236,7 @@ class RelatedArticles:
         query: Query,
         wanted: int,
         curation: Curation,
+        texts: TextsOf,
     ) -> Picked:
         """Suppression over a growing prefix of ``hits``: clusters are looked up only for the
         candidates it needs (usually a few more than ``wanted``)."""
@@ -249,7 +253,7 @@ class RelatedArticles:
                 ids,
                 prints,
                 lambda j: query.vector if j == 0 else stored(j - 1),
-                self.settings.features.strip_boilerplate,
+                texts,
             )
             prefix = found.take(range(1, len(ids)))
             picked = pick(prefix, found.take([0]), self.criterion, wanted, curation=curation)
