@@ -68,6 +68,15 @@ class Slate:
     suppressed: list[Cut] = field(default_factory=list)
     _queues: list[_Queue] = field(default_factory=list)
     _seen: set[int] = field(default_factory=set)
+    _kept_articles: Articles | None = None  # the kept entries for the criterion, until one more
+
+    @property
+    def kept_articles(self) -> Articles:
+        """The kept entries as the criterion sees them, built once per entry kept (so their
+        stored vectors are stacked once, ``Articles.cosines``, not once per candidate)."""
+        if self._kept_articles is None:
+            self._kept_articles = self._as_articles(self.kept)
+        return self._kept_articles
 
     def __len__(self) -> int:
         return len(self.kept)
@@ -93,6 +102,7 @@ class Slate:
                 self._queues.remove(queue)
                 continue
             self.kept.append(entry)
+            self._kept_articles = None
             queue.slots += 1
         self._queues.clear()
 
@@ -137,7 +147,7 @@ class Slate:
 
     def _duplicate(self, entry: Entry) -> bool:
         one = self._as_articles([entry])
-        for others in (self.anchors, self._as_articles(self.kept)):
+        for others in (self.anchors, self.kept_articles):
             reason = closest_duplicate(one, others, self.criterion, self.curation)
             if reason is not None:
                 self.suppressed.append(Cut(entry.id, reason))
@@ -160,10 +170,5 @@ class Slate:
     def _too_similar(self, entry: Entry) -> bool:
         if not self.kept or self.max_pair_similarity >= 1.0:
             return False
-        h, w = self.snap.view.vector(entry.part, entry.row)
-        for other in self.kept:
-            oh, ow = self.snap.view.vector(other.part, other.row)
-            _, a, b = np.intersect1d(h, oh, assume_unique=True, return_indices=True)
-            if float(np.dot(w[a].astype(np.float64), ow[b])) > self.max_pair_similarity:
-                return True
-        return False
+        mine = anonymous(*self.snap.view.vector(entry.part, entry.row))
+        return bool((self.kept_articles.cosines(mine) > self.max_pair_similarity).any())
