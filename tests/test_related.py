@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, insert
+from sqlalchemy import Engine, delete, event, insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
@@ -300,12 +300,12 @@ _STORIES = ("雅好", "石家庄奥迪", "殉职")
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # suppression is Python
 def test_copies_that_clustering_leaves_apart_are_not_shown_twice(
-    settings: Settings, factory: sessionmaker[Session], featurizer: Featurizer
+    settings: Settings, engine: Engine, factory: sessionmaker[Session], featurizer: Featurizer
 ) -> None:
     """Real news: the copies of three stories among 400 other articles. With the text check
     off, some related list shows two copies of one story, and some reader who read one copy is
     offered another in the feed (the defect); as shipped, no list and no feed does, and each
-    cut names the text rule that matched."""
+    cut names the text rule that matched. The texts a list compares are read in one query."""
     records = list(inews_records())
     stories = [r for r in records if any(s in r["title"] for s in _STORIES)]
     corpus = stories + [r for r in records[:1500:3] if r not in stories][:400]
@@ -327,14 +327,22 @@ def test_copies_that_clustering_leaves_apart_are_not_shown_twice(
             if criterion.decide(0, 0, texts[a], texts[b]).duplicate
         ]
 
-    before, after, rules = [], [], set()
+    reads: list[str] = []  # statements that read articles' texts
+    event.listen(
+        engine,
+        "before_cursor_execute",
+        lambda _c, _k, statement, *_: reads.append(statement) if "content" in statement else 0,
+    )
+    before, after, rules, text_reads = [], [], set(), []
     feeds_before, feeds_after, feed_rules = [], [], set()
     for r in stories:
         with factory.begin() as session:  # a reader who has read this copy only
             feeds.record_reads(f"reader-{r['id']}", [r["id"]], session=session)
         with factory() as session:
             before += copies(unchecked.related(r["id"], session=session, k=10), r["id"])
+            reads.clear()
             body = service.related(r["id"], session=session, k=10)
+            text_reads.append(len(reads))
             after += copies(body, r["id"])
             rules |= {s["rule"] for s in body["suppressed"]}
             reader = f"reader-{r['id']}"
@@ -344,6 +352,7 @@ def test_copies_that_clustering_leaves_apart_are_not_shown_twice(
             feed_rules |= {s["rule"] for s in feed["suppressed"]}
     assert len(stories) >= 6 and before and feeds_before, "the corpus no longer shows the defect"
     assert after == [] and feeds_after == []
+    assert set(text_reads) == {0, 1}  # one query for the texts a list compares, when any
     assert rules & {"resemblance", "containment"} and feed_rules & {"resemblance", "containment"}
 
 

@@ -13,7 +13,7 @@ against its canonical.
 Clusters miss some pairs: leader clustering joins an article only through the cluster's
 canonical, so B can be the same article as A, a member of L's cluster, and stay outside it (on
 the demo corpus 20 such pairs were shown in 7,353 lists, BENCHMARKS.md "Copies of one article in
-the demo corpus's lists"). So when the articles come with their texts (``Articles.compared``:
+the demo corpus's lists"). So when the articles come with their texts (``Articles.texts``:
 related lists and feeds), a pair outside one cluster whose stored vectors' cosine is at least
 ``neardup.list_text_cosine`` (0.5) is decided on the texts, by the criterion clustering uses
 (rule ``resemblance`` or ``containment``): those 20 pairs had cosines 0.65-0.99 (an excerpt and
@@ -28,9 +28,10 @@ above the cosine.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -44,7 +45,16 @@ from recengine.index.scoring import segment_sums
 NO_CLUSTER = -1
 
 VectorAt = Callable[[int], SparseVector]
-ComparedAt = Callable[[int], Compared]  # j -> what the criterion compares of article j's text
+
+
+class TextSource(Protocol):
+    """What the criterion compares of articles' texts, by article id (``recommend.listing``
+    reads them from SQL): ``want`` names, in one call, the articles whose texts a decision may
+    soon need, so that they are read together (one query, not one per article)."""
+
+    def __call__(self, article: int) -> Compared: ...
+
+    def want(self, articles: Iterable[int]) -> None: ...
 
 
 def anonymous(hashes: npt.NDArray[np.uint64], weights: npt.NDArray[np.float32]) -> SparseVector:
@@ -57,16 +67,22 @@ class Articles:
     """Articles as the criterion sees them, in parallel: ids ``int64 (n,)``, fingerprints
     ``uint64 (n,)``, clusters ``int64 (n,)`` (canonical id or :data:`NO_CLUSTER`),
     ``vector(i)``, the stored vector of article ``i``, and, when the caller can read texts,
-    ``compared(i)``, what the criterion compares of its text (both fetched only when needed)."""
+    ``texts``, what the criterion compares of them by article id (both fetched only when
+    needed: :meth:`compared`)."""
 
     ids: npt.NDArray[np.int64]
     fingerprints: npt.NDArray[np.uint64]
     clusters: npt.NDArray[np.int64]
     vector: VectorAt
-    compared: ComparedAt | None = None
+    texts: TextSource | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def compared(self, i: int) -> Compared:
+        """What the criterion compares of article ``i``'s text (``texts`` must be given)."""
+        assert self.texts is not None
+        return self.texts(int(self.ids[i]))
 
     def cosines(self, vector: SparseVector) -> npt.NDArray[np.float64]:
         """``float64 (n,)``: the cosine of the unit ``vector`` with each article's stored vector,
@@ -98,13 +114,12 @@ class Articles:
 
     def take(self, positions: Sequence[int]) -> Articles:
         chosen = list(positions)
-        texts = self.compared
         return Articles(
             self.ids[chosen],
             self.fingerprints[chosen],
             self.clusters[chosen],
             lambda j: self.vector(chosen[j]),
-            None if texts is None else lambda j: texts(chosen[j]),
+            self.texts,
         )
 
 
@@ -158,15 +173,17 @@ class DuplicateCriterion:
                 dup[j], cosines[j] = verdict.duplicate, verdict.cosine
         rules = np.full(len(prints), "", dtype=object)
         scores = np.full(len(prints), np.nan)
-        texts, floor = others.compared, self.text_cosine
-        if text is None or texts is None or floor is None:
+        floor = self.text_cosine
+        if text is None or others.texts is None or floor is None:
             return Matches(dup, distance, same, cosines, rules, scores)
         mine = vector() if mine is None else mine
         own: Compared | None = None
         rest = np.flatnonzero(~dup)
-        for j in rest[others.cosines(mine)[rest] >= floor].tolist():
+        close = rest[others.cosines(mine)[rest] >= floor].tolist()
+        others.texts.want(others.ids[close].tolist())
+        for j in close:
             own = text() if own is None else own
-            decision = self.judge.decide(fingerprint, int(prints[j]), own, texts(j))
+            decision = self.judge.decide(fingerprint, int(prints[j]), own, others.compared(j))
             if decision.duplicate:
                 dup[j], rules[j], scores[j] = True, decision.rule, decision.score
         return Matches(dup, distance, same, cosines, rules, scores)

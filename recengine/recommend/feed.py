@@ -44,12 +44,11 @@ from recengine.recommend.curation import Curation, concat
 from recengine.recommend.explain import shared_terms
 from recengine.recommend.interests import Interest, find_interests, history_of
 from recengine.recommend.listing import (
-    TextsOf,
+    Texts,
     above,
     cut_entries,
     hits_in_order,
     item,
-    texts_of,
     to_row_filter,
     with_clusters,
 )
@@ -131,7 +130,7 @@ class ReaderFeeds:
         history = history_of(session, snap.version, user_id, f, datetime.now(UTC))
         interests = find_interests(history, f)
         row_filter = to_row_filter(session, parsed, exclude=read)
-        texts = texts_of(session, self.settings.features.strip_boilerplate)
+        texts = Texts(session, self.settings.features.strip_boilerplate)
         anchors = self._anchors(session, snap, read, texts)
         curation = Curation.of_articles(session, read)
         slate = Slate(snap, anchors, self.criterion, f.max_pair_similarity, k, curation, texts)
@@ -146,9 +145,7 @@ class ReaderFeeds:
             slate.fill()
         return self._body(session, snap, user_id, slate)
 
-    def _anchors(
-        self, session: Session, snap: Snapshot, read: list[int], texts: TextsOf
-    ) -> Articles:
+    def _anchors(self, session: Session, snap: Snapshot, read: list[int], texts: Texts) -> Articles:
         """Every read article with features: nothing in the feed may duplicate one of them."""
         prints = fingerprints_by_id(session=session, version=snap.version, ids=read)
         ids = np.fromiter(prints.keys(), np.int64, len(prints))

@@ -3,7 +3,7 @@
 * :func:`to_row_filter`: validated request filters -> the index's ``RowFilter``;
 * :func:`above`: the prefix of a ranked list above a score;
 * :func:`with_clusters`: candidates with their cluster looked up in ``cluster_members``;
-* :func:`texts_of`: what the criterion compares of articles' texts, read when first asked for;
+* :class:`Texts`: what the criterion compares of articles' texts, read when first wanted;
 * :func:`hit_vectors`: stored vectors of hits, read from the index when asked for;
 * :func:`item`: one entry of a body's ``items``;
 * :func:`cut_entries`: the body's ``suppressed`` entries, each with the rule that matched;
@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from recengine.derived.rows import epoch, label_hashes
 from recengine.features.tfidf import SparseVector
 from recengine.index.view import Hits, RowFilter
-from recengine.recommend.criterion import NO_CLUSTER, Articles, VectorAt, anonymous
+from recengine.recommend.criterion import NO_CLUSTER, Articles, TextSource, VectorAt, anonymous
 from recengine.recommend.curation import take
 from recengine.recommend.live import Snapshot
 from recengine.recommend.params import Filters
@@ -55,42 +55,50 @@ def above(hits: Hits, min_score: float) -> Hits:
     return hits.take(slice(0, int(np.searchsorted(-hits.scores, -min_score, side="right"))))
 
 
-TextsOf = Callable[[int], Compared]  # article id -> what the criterion compares of its text
-
-
 def with_clusters(
     session: Session,
     ids: npt.NDArray[np.int64],
     prints: npt.NDArray[np.uint64],
     vector: VectorAt,
-    texts: TextsOf | None = None,
+    texts: TextSource | None = None,
 ) -> Articles:
     """Articles with their cluster (canonical id) looked up in ``cluster_members``; with
-    ``texts`` (:func:`texts_of`) given, with what the criterion compares of their texts too
+    ``texts`` (:class:`Texts`) given, with what the criterion compares of their texts too
     (``recommend.criterion`` decides on the texts the few pairs it needs)."""
     found = clusters_of(session=session, article_ids=[int(i) for i in ids])
     clusters = np.array([found.get(int(i), NO_CLUSTER) for i in ids], dtype=np.int64)
-    ids = np.asarray(ids, np.int64)
-    compared = None if texts is None else lambda j: texts(int(ids[j]))
-    return Articles(ids, np.asarray(prints, np.uint64), clusters, vector, compared)
+    return Articles(
+        np.asarray(ids, np.int64), np.asarray(prints, np.uint64), clusters, vector, texts
+    )
 
 
-def texts_of(session: Session, strip: bool) -> TextsOf:
+class Texts:
     """``article id -> what is compared of its text`` (``text.compare``; ``strip``:
-    ``features.strip_boilerplate``), each read from SQL through ``session`` and computed once
-    for the whole answer, however many lists or rounds ask (a deleted article's stored text
-    still says what it was)."""
-    done: dict[int, Compared] = {}
+    ``features.strip_boilerplate``), read from SQL through ``session`` and computed once for
+    the whole answer, however many lists or rounds ask (a deleted article's stored text still
+    says what it was). The texts :meth:`want` names are read together with the next one asked
+    for, in one query (a list's walk often asks for none: then nothing is read); what is
+    compared is computed only for the texts asked for."""
 
-    def compared_of(article: int) -> Compared:
-        if article not in done:
-            title, content = titles_and_contents(session=session, article_ids=[article]).get(
-                article, ("", "")
-            )
-            done[article] = article_compared(title, content, strip)
-        return done[article]
+    def __init__(self, session: Session, strip: bool) -> None:
+        self._session, self._strip = session, strip
+        self._wanted: set[int] = set()
+        self._read: dict[int, tuple[str, str]] = {}
+        self._done: dict[int, Compared] = {}
 
-    return compared_of
+    def want(self, articles: Iterable[int]) -> None:
+        self._wanted.update(articles)
+
+    def __call__(self, article: int) -> Compared:
+        if article not in self._done:
+            if article not in self._read:
+                unread = {a for a in self._wanted if a not in self._done and a not in self._read}
+                ids = sorted(unread | {article})
+                found = titles_and_contents(session=self._session, article_ids=ids)
+                self._read.update({a: found.get(a, ("", "")) for a in ids})
+                self._wanted.clear()
+            self._done[article] = article_compared(*self._read.pop(article), self._strip)
+        return self._done[article]
 
 
 def hit_vectors(snap: Snapshot, hits: Hits) -> VectorAt:

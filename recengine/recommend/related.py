@@ -60,12 +60,11 @@ from recengine.recommend.criterion import DuplicateCriterion
 from recengine.recommend.curation import Curation, OverridePresence, concat
 from recengine.recommend.explain import shared_terms
 from recengine.recommend.listing import (
-    TextsOf,
+    Texts,
     cut_entries,
     hit_vectors,
     hits_in_order,
     item,
-    texts_of,
     to_row_filter,
     with_clusters,
 )
@@ -204,7 +203,7 @@ class RelatedArticles:
         n = max(ranking.candidates or r.candidates, 3 * wanted)
         vector = query_dense(snap, query)
         index = snap.dense.index if snap.dense is not None else None
-        texts = texts_of(session, self.settings.features.strip_boilerplate)  # for every round
+        texts = Texts(session, self.settings.features.strip_boilerplate)  # for every round
         for _ in range(MAX_ROUNDS):
             params = search_params(self.settings, n)
             reach = -(-r.dense_candidates * n // r.candidates)
@@ -236,7 +235,7 @@ class RelatedArticles:
         query: Query,
         wanted: int,
         curation: Curation,
-        texts: TextsOf,
+        texts: Texts,
     ) -> Picked:
         """Suppression over a growing prefix of ``hits``: clusters are looked up only for the
         candidates it needs (usually a few more than ``wanted``)."""

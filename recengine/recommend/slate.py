@@ -12,7 +12,7 @@ from recengine.index.view import Hits
 from recengine.recommend.criterion import Articles, DuplicateCriterion, anonymous
 from recengine.recommend.curation import Curation
 from recengine.recommend.interests import Interest
-from recengine.recommend.listing import TextsOf, hit_vectors, with_clusters
+from recengine.recommend.listing import Texts, hit_vectors, with_clusters
 from recengine.recommend.live import Snapshot
 from recengine.recommend.suppress import Reason, closest_duplicate
 
@@ -63,7 +63,7 @@ class Slate:
     max_pair_similarity: float
     k: int
     curation: Curation = field(default_factory=Curation)
-    texts: TextsOf | None = None  # texts for the criterion (``recommend.criterion``), if read
+    texts: Texts | None = None  # texts for the criterion (``recommend.criterion``), if read
     kept: list[Entry] = field(default_factory=list)
     suppressed: list[Cut] = field(default_factory=list)
     _queues: list[_Queue] = field(default_factory=list)
@@ -158,13 +158,12 @@ class Slate:
         def vector(j: int) -> SparseVector:
             return anonymous(*self.snap.view.vector(entries[j].part, entries[j].row))
 
-        texts = self.texts
         return Articles(
             np.array([e.id for e in entries], np.int64),
             np.array([e.fingerprint for e in entries], np.uint64),
             np.array([e.cluster for e in entries], np.int64),
             vector,
-            None if texts is None else lambda j: texts(entries[j].id),
+            self.texts,
         )
 
     def _too_similar(self, entry: Entry) -> bool:

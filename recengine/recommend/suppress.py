@@ -122,12 +122,19 @@ def may_duplicate(
         candidates.clusters[:, None] != NO_CLUSTER
     )
     floor = criterion.text_cosine
-    if floor is not None and candidates.compared is not None and anchors.compared is not None:
+    before = np.arange(n)[:, None] > np.arange(n)[None, :]
+    if floor is not None and candidates.texts is not None and anchors.texts is not None:
         vectors = [anchors.vector(j) for j in range(len(anchors))]
         vectors += [candidates.vector(i) for i in range(n)]
-        near |= pairwise_cosines(vectors)[len(anchors) :] >= floor
+        close = pairwise_cosines(vectors)[len(anchors) :] >= floor
+        close[:, len(anchors) :] &= before
+        near |= close
+        # the texts the walk may compare, read in one query (a superset: some are settled
+        # by their cluster or the radius first)
+        ids = np.concatenate((anchors.ids, candidates.ids))
+        rows, columns = np.nonzero(close)
+        candidates.texts.want(np.union1d(candidates.ids[rows], ids[columns]).tolist())
     # against the anchors, and against the candidates strictly before each one
-    before = np.arange(n)[:, None] > np.arange(n)[None, :]
     near[:, len(anchors) :] &= before
     risky: npt.NDArray[np.bool_] = np.asarray(near.any(axis=1), dtype=bool)
     return risky
@@ -171,13 +178,12 @@ def closest_duplicate(
     given); None when it duplicates none."""
     if not len(others):
         return None
-    texts = one.compared
     found = criterion.match(
         int(one.fingerprints[0]),
         int(one.clusters[0]),
         lambda: one.vector(0),
         others,
-        None if texts is None else lambda: texts(0),
+        None if one.texts is None else lambda: one.compared(0),
     )
     dup = found.duplicate
     if curation is not None:
