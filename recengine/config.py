@@ -242,6 +242,7 @@ class WebSettings(_Section):
     port: int = Field(default=8000, ge=0, le=65535)
     workers: int = Field(default=2, ge=1, le=64)
     threads: int = Field(default=4, ge=1, le=64)
+    native_threads: int = Field(default=1, ge=0, le=256)
     timeout_seconds: int = Field(default=30, ge=1, le=3600)
     header_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
     body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)

@@ -222,3 +222,22 @@ def test_body_limit_holds_for_chunked_uploads_through_gunicorn(
         assert json.loads(response.read())["error"]["code"] == "too_large"
         connection.close()
         assert call(server.url, "GET", "/api/v1/articles/a1").status == 404
+
+
+def test_a_serving_worker_keeps_one_thread_per_native_pool() -> None:
+    """``web.native_threads`` (1): the pools loaded before (numpy's OpenBLAS) and after (FAISS's
+    OpenMP, on the first search) the worker starts each keep one thread."""
+    script = """
+import json, numpy
+from recengine.web.worker import limit_native_threads
+limit_native_threads(1)
+import faiss
+from threadpoolctl import threadpool_info
+print(json.dumps([faiss.omp_get_max_threads(), [i["num_threads"] for i in threadpool_info()]]))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    omp, pools = json.loads(out.stdout)
+    assert omp == 1 and pools and set(pools) == {1}
