@@ -28,6 +28,11 @@ Columns: answered and accepted (200) requests per second, latency of every answe
 accepted ones ("ok p99": what overload does to the requests a server takes), the share
 answered 503 (shed), errors (any other status, or no answer), and answers per worker process.
 
+With ``--reference-env NAME=VALUE`` (repeatable), every server also runs with those settings as
+the reference, alternating with the shipped ones ``--ab-rounds`` times (e.g.
+``RECENGINE_WEB__GC_REFRESH_SECONDS=0``: the interpreter's garbage collector as it is). The
+rows give each server's full garbage collections in the measured window (count, total pause).
+
 With ``--feedback-rate N``, each server instead runs ``--rounds`` alternating rounds of the
 related load alone and with N reader-feedback events per second beside it
 (``bench.feedback_mix``): the related p99 with and without, and whether it moved by more than
@@ -37,7 +42,7 @@ Usage::
 
     python -m bench.api_load [--articles 100000] [--workers 2 4] [--rate 200] [--seconds 30]
         [--servers recengine gthread] [--keepalive] [--feedback-rate 500 --rounds 3]
-        [--hit-mix 0.9] [--conditional]
+        [--hit-mix 0.9] [--conditional] [--reference-env NAME=VALUE --ab-rounds 2]
 
 Cacheable answers (``recengine.web.answers``): ``--hit-mix H`` sends a share H of the requests
 to 100 popular lists (cached after their first answer) and the rest to distinct lists (each
@@ -241,13 +246,15 @@ def load(base: str, paths: list[str], rate: float, args: argparse.Namespace) -> 
         "etags": {} if args.conditional else None,
     }
     loadgen.run(base, paths, seconds=args.warmup, seed=1, **common)
-    before = cache_counts(base)
+    before = server_counts(base)
     cpu = feedback_mix.cpu_seconds(SERVER_PIDS[base])
     result = loadgen.run(base, paths, seconds=args.seconds, seed=2, **common)
     cpu = feedback_mix.cpu_seconds(SERVER_PIDS[base]) - cpu
     summary = result.summary()
-    after = cache_counts(base)
-    summary["cache"] = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    after = server_counts(base)
+    for part in ("cache", "gc"):
+        was = before[part]
+        summary[part] = {k: v - was.get(k, 0) for k, v in after[part].items()}
     # the server's CPU (master and workers, /proc) per answered request: what a request costs
     # whatever else the machine is doing
     summary["server_cpu_us"] = cpu / max(1, len(result.latencies)) * 1e6
@@ -270,21 +277,28 @@ def mixed_paths(ids: list[str], hit_mix: float) -> list[str]:
     return cold + hot * repeat
 
 
-def cache_counts(base: str) -> dict[str, float]:
-    """The server's cache results (``recengine_cache_requests_total``), summed over workers."""
+def server_counts(base: str) -> dict[str, dict[str, float]]:
+    """The server's cache results (``recengine_cache_requests_total``) and its full garbage
+    collections (``recengine_gc_full_collection_seconds``: count, seconds), summed over
+    workers."""
     import urllib.request
 
     from prometheus_client.parser import text_string_to_metric_families
 
     with urllib.request.urlopen(base.rstrip("/") + "/metrics", timeout=30) as reply:
         text = reply.read().decode()
-    out: dict[str, float] = {}
+    cache: dict[str, float] = {}
+    gc = {"count": 0.0, "seconds": 0.0}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == "recengine_cache_requests_total":
                 result = sample.labels["result"]
-                out[result] = out.get(result, 0) + sample.value
-    return out
+                cache[result] = cache.get(result, 0) + sample.value
+            elif sample.name == "recengine_gc_full_collection_seconds_count":
+                gc["count"] += sample.value
+            elif sample.name == "recengine_gc_full_collection_seconds_sum":
+                gc["seconds"] += sample.value
+    return {"cache": cache, "gc": gc}
 
 
 def main() -> None:
@@ -305,6 +319,15 @@ def main() -> None:
         metavar="NAME=VALUE",
         help="a setting for the servers, e.g. RECENGINE_INDEX__SYNC_INTERVAL_S=1 (repeatable)",
     )
+    parser.add_argument(
+        "--reference-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="also run every server with these settings, as the reference beside the shipped"
+        " ones (alternating, --ab-rounds times), e.g. RECENGINE_WEB__GC_REFRESH_SECONDS=0",
+    )
+    parser.add_argument("--ab-rounds", type=int, default=1, help="with --reference-env")
     parser.add_argument("--endpoint", choices=sorted(ENDPOINTS), default="related")
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--threads", type=int, default=4)
@@ -378,18 +401,24 @@ def main() -> None:
     rows: dict[str, Any] = {}
     sample = random.Random(3).sample(paths, min(len(paths), 2_000))
     add(rows, "in-process (test client, 1 thread)", in_process(settings, sample))
+    reference = dict(pair.split("=", 1) for pair in args.reference_env)
+    variants = [("reference ", reference), ("", {})] * args.ab_rounds if reference else [("", {})]
     for kind in args.servers:
         for workers in args.workers:
-            with server(settings, workers, args.threads, kind) as base:
-                for rate in args.rate:
-                    name = f"{kind}: {args.endpoint}, {workers}w, {rate:.0f}/s"
-                    add(rows, name, load(base, paths, rate, args))
-                top = max(args.rate)
-                add(
-                    rows,
-                    f"{kind}: health, {workers}w, {top:.0f}/s",
-                    load(base, ["/api/v1/health"], top, args),
-                )
+            for n, (label, extra) in enumerate(variants):
+                run = f" #{n // 2 + 1}" if reference and args.ab_rounds > 1 else ""
+                with server(settings, workers, args.threads, kind, extra) as base:
+                    for rate in args.rate:
+                        name = f"{label}{kind}: {args.endpoint}, {workers}w, {rate:.0f}/s{run}"
+                        add(rows, name, load(base, paths, rate, args))
+                    top = max(args.rate)
+                    add(
+                        rows,
+                        f"{label}{kind}: health, {workers}w, {top:.0f}/s{run}",
+                        load(base, ["/api/v1/health"], top, args),
+                    )
+    if reference:
+        print("reference: " + " ".join(args.reference_env))
     report(args, rows)
 
 
@@ -442,7 +471,7 @@ def feedback_rounds(
 
 
 HEADER = (
-    f"{'':36} {'rps':>6} {'ok rps':>6} {'p50 ms':>7} {'p99 ms':>8} {'max ms':>8} "
+    f"{'':48} {'rps':>6} {'ok rps':>6} {'p50 ms':>7} {'p99 ms':>8} {'max ms':>8} "
     f"{'ok p99':>8} {'shed':>6} {'errors':>6}  answers per worker"
 )
 
@@ -455,11 +484,13 @@ def add(rows: dict[str, Any], name: str, r: dict[str, Any]) -> None:
     hits = f"  cache hits {cache.get('hit', 0) / served:.0%} of {served:.0f}" if served else ""
     if "server_cpu_us" in r:
         hits += f"; server CPU {r['server_cpu_us']:.0f} us/request"
+    if r.get("gc"):
+        hits += f"; full GCs {r['gc']['count']:.0f} ({r['gc']['seconds'] * 1e3:.0f} ms)"
     by_status = r.get("p99_ms_by_status") or {}
     if "304" in by_status:  # revalidated hits apart from computed lists
         hits += "; p99 " + ", ".join(f"{k} {v:.1f} ms" for k, v in by_status.items())
     print(
-        f"{name:36} {r['throughput_rps']:6.1f} {r['ok_rps']:6.1f} {r['p50_ms']:7.2f} "
+        f"{name:48} {r['throughput_rps']:6.1f} {r['ok_rps']:6.1f} {r['p50_ms']:7.2f} "
         f"{r['p99_ms']:8.2f} {r['max_ms']:8.1f} {r['ok_p99_ms']:8.2f} "
         f"{r['shed_share']:6.1%} {r['errors']:6d}  {spread}{hits}",
         flush=True,

@@ -243,6 +243,7 @@ class WebSettings(_Section):
     workers: int = Field(default=2, ge=1, le=64)
     threads: int = Field(default=4, ge=1, le=64)
     native_threads: int = Field(default=1, ge=0, le=256)
+    gc_refresh_seconds: float = Field(default=600.0, ge=0, le=86_400)
     timeout_seconds: int = Field(default=30, ge=1, le=3600)
     header_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
     body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
