@@ -16,7 +16,9 @@ walked again. What is frozen, and when:
   built on the first read), and what they leave is long-lived by then;
 * every ``refresh_seconds`` (``web.gc_refresh_seconds``) everything is thawed: the next full
   collection walks it all once more, so cycles among frozen objects that have since become
-  garbage (a replaced index, say) are freed, at the cost of one slow collection per period.
+  garbage are freed, at the cost of one slow collection per period. The indexes a write
+  replaces are not among them: reference counting frees each at once, frozen or not (a test
+  keeps it so; a cycle through an index would hold every replaced copy until the refresh).
 
 ``refresh_seconds`` 0 leaves the interpreter's collector as it is (nothing frozen; the pauses
 are still published).

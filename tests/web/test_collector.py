@@ -1,13 +1,28 @@
 """The serving worker's garbage collector (``recengine.web.collector``).
 
-Each case runs in a fresh interpreter: freezing is process-wide, and pytest's own objects must
-not be frozen, nor its collector's state changed, for the tests that follow."""
+The collector's cases run in a fresh interpreter: freezing is process-wide, and pytest's own
+objects must not stay frozen, nor its collector's state changed, for the tests that follow."""
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
+import weakref
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.pipeline.featurize import Featurizer
+from recengine.web.services import services_of
+from tests.factories import javaguide_records
+from tests.templates import load
+from tests.web.test_answers import post, unrelated
 
 COMMON = """
 import gc, json, weakref
@@ -112,3 +127,39 @@ collector.stop()
 """,
     )
     assert out == {"pauses": 1, "frozen": 0}
+
+
+@pytest.fixture
+def corpus(
+    factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
+) -> list[dict[str, Any]]:
+    records = javaguide_records(data_dir, 30)
+    load(factory, featurizer, records)
+    return records
+
+
+def test_an_index_replaced_by_a_write_is_freed_while_frozen(
+    app: Flask, client: FlaskClient, corpus: list[dict[str, Any]]
+) -> None:
+    """What the refresh cannot promise quickly, reference counting must: every derived index a
+    worker replaces after a write (a step of its follower) is freed at once, frozen or not. A
+    reference cycle through an index would keep each replaced copy until the next refresh."""
+    path = f"/api/v1/articles/{corpus[0]['id']}/related"
+    assert client.get(path).status_code == 200
+    services = services_of(app)
+    assert services is not None
+    followers = services.followers()
+    gone = {kind: weakref.ref(f.held.index) for kind, f in followers.items() if f.held}
+    assert {"related", "dense"} <= set(gone)
+    gc.collect()
+    gc.freeze()
+    try:
+        for n in range(2):
+            post(client, unrelated(n))
+            assert client.get(path).status_code == 200  # the followers step
+        stepped = {kind: f.held.index for kind, f in followers.items() if f.held}
+        assert all(stepped[kind] is not ref() for kind, ref in gone.items())
+        del stepped
+        assert {kind for kind, ref in gone.items() if ref() is not None} == set()
+    finally:
+        gc.unfreeze()
