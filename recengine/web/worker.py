@@ -41,7 +41,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import datetime
-import gc
 import os
 import queue
 import socket
@@ -212,8 +211,8 @@ class Worker(base.Worker):  # type: ignore[misc]
     def _collect(self) -> None:
         """The garbage collector's tick (:mod:`recengine.web.collector`), and its metrics."""
         pauses = self.collector.tick()
-        if self.metrics is not None:
-            self.metrics.publish_collections(pauses, gc.get_freeze_count())
+        if self.metrics is not None and pauses:
+            self.metrics.publish_collections(pauses)
 
     def _signalled(self) -> None:
         with contextlib.suppress(OSError):
