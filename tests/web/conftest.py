@@ -14,11 +14,15 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings, load_settings
+from recengine.pipeline.featurize import Featurizer
 from recengine.text.tokenize import Tokenizer
 from recengine.web import create_app
 from tests.conftest import make_settings
+from tests.factories import javaguide_records
+from tests.templates import load
 
 KEY = "test-key-0123456789"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -55,3 +59,13 @@ def app(make_app: Callable[..., Flask], request: pytest.FixtureRequest) -> Flask
 @pytest.fixture
 def client(app: Flask) -> FlaskClient:
     return app.test_client()
+
+
+@pytest.fixture
+def corpus(
+    factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
+) -> list[dict[str, Any]]:
+    """30 real JavaGuide articles, ingested (modules that need more define their own)."""
+    records = javaguide_records(data_dir, 30)
+    load(factory, featurizer, records)
+    return records

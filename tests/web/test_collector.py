@@ -10,18 +10,12 @@ import json
 import subprocess
 import sys
 import weakref
-from pathlib import Path
 from typing import Any
 
-import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy.orm import Session, sessionmaker
 
-from recengine.pipeline.featurize import Featurizer
 from recengine.web.services import services_of
-from tests.factories import javaguide_records
-from tests.templates import load
 from tests.web.test_answers import post, unrelated
 
 COMMON = """
@@ -127,15 +121,6 @@ collector.stop()
 """,
     )
     assert out == {"pauses": 1, "frozen": 0}
-
-
-@pytest.fixture
-def corpus(
-    factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
-) -> list[dict[str, Any]]:
-    records = javaguide_records(data_dir, 30)
-    load(factory, featurizer, records)
-    return records
 
 
 def test_an_index_replaced_by_a_write_is_freed_while_frozen(

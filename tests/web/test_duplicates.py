@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 from flask.testing import FlaskClient
-from sqlalchemy.orm import Session, sessionmaker
 
-from recengine.pipeline.featurize import Featurizer, compared_of
+from recengine.pipeline.featurize import compared_of
 from recengine.text.compare import article_passages
-from tests.factories import javaguide_records
-from tests.templates import load
 from tests.web.conftest import AUTH
 from tests.web.test_articles import assert_error
 
@@ -52,15 +47,6 @@ def repost(original: dict[str, Any], new_id: str) -> dict[str, Any]:
     """What reposting really does: a header and a footer around the same text."""
     content = f"转载自技术公众号，原文如下。\n\n{original['content']}\n\n（完）欢迎关注与转发。"
     return {**original, "id": new_id, "content": content}
-
-
-@pytest.fixture
-def corpus(
-    factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
-) -> list[dict[str, Any]]:
-    records = javaguide_records(data_dir, 30)
-    load(factory, featurizer, records)
-    return records
 
 
 def test_a_repost_joins_the_cluster_of_the_original(
