@@ -62,10 +62,16 @@ def client(app: Flask) -> FlaskClient:
 
 
 @pytest.fixture
+def corpus_size() -> int:
+    """Articles in ``corpus`` (a module that needs more overrides this fixture)."""
+    return 30
+
+
+@pytest.fixture
 def corpus(
-    factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
+    factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path, corpus_size: int
 ) -> list[dict[str, Any]]:
-    """30 real JavaGuide articles, ingested (modules that need more define their own)."""
-    records = javaguide_records(data_dir, 30)
+    """The first ``corpus_size`` real JavaGuide articles, ingested."""
+    records = javaguide_records(data_dir, corpus_size)
     load(factory, featurizer, records)
     return records

@@ -10,21 +10,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy.orm import Session, sessionmaker
 from werkzeug.test import TestResponse
 
 from recengine.index.follower import Step
-from recengine.pipeline.featurize import Featurizer
 from recengine.recommend.answers import AnswerCache, CacheStats
-from tests.factories import javaguide_records
-from tests.templates import load
 from tests.web.conftest import AUTH
 from tests.web.test_duplicates import repost
 
@@ -33,12 +28,8 @@ NONSENSE = " ".join(f"zqx{chr(97 + i)}vwp{chr(97 + j)}" for i in range(8) for j 
 
 
 @pytest.fixture
-def corpus(
-    factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
-) -> list[dict[str, Any]]:
-    records = javaguide_records(data_dir, 60)
-    load(factory, featurizer, records)
-    return records
+def corpus_size() -> int:
+    return 60
 
 
 def stats(app: Flask, op: str = "related") -> CacheStats:

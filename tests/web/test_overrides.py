@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
-from sqlalchemy.orm import Session, sessionmaker
 
-from recengine.pipeline.featurize import Featurizer
-from tests.factories import javaguide_records
-from tests.templates import load
 from tests.web.conftest import AUTH
 from tests.web.test_articles import assert_error
 
@@ -19,12 +14,8 @@ OVERRIDES = "/api/v1/overrides"
 
 
 @pytest.fixture
-def corpus(
-    factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
-) -> list[dict[str, Any]]:
-    records = javaguide_records(data_dir, 40)
-    load(factory, featurizer, records)
-    return records
+def corpus_size() -> int:
+    return 40
 
 
 def items(client: FlaskClient, article: str, query: str = "?k=10&min_score=0") -> list[str]:

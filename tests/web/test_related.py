@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 from flask.testing import FlaskClient
-from sqlalchemy.orm import Session, sessionmaker
 
-from recengine.pipeline.featurize import Featurizer
-from tests.factories import javaguide_records
-from tests.templates import load
 from tests.web.conftest import AUTH
 from tests.web.test_articles import assert_error
 from tests.web.test_duplicates import repost
 
 
 @pytest.fixture
-def corpus(
-    factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
-) -> list[dict[str, Any]]:
-    records = javaguide_records(data_dir, 60)
-    load(factory, featurizer, records)
-    return records
+def corpus_size() -> int:
+    return 60
 
 
 def related(client: FlaskClient, article: str, query: str = "") -> Any:
