@@ -301,6 +301,14 @@ def server_counts(base: str) -> dict[str, dict[str, float]]:
     return {"cache": cache, "gc": gc}
 
 
+def setting(pair: str) -> tuple[str, str]:
+    """``NAME=VALUE`` of ``--server-env`` / ``--reference-env`` (argparse says what is wrong)."""
+    name, sep, value = pair.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"{pair!r} is not NAME=VALUE")
+    return name, value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--articles", type=int, default=100_000)
@@ -315,6 +323,7 @@ def main() -> None:
     parser.add_argument(
         "--server-env",
         action="append",
+        type=setting,
         default=[],
         metavar="NAME=VALUE",
         help="a setting for the servers, e.g. RECENGINE_INDEX__SYNC_INTERVAL_S=1 (repeatable)",
@@ -322,6 +331,7 @@ def main() -> None:
     parser.add_argument(
         "--reference-env",
         action="append",
+        type=setting,
         default=[],
         metavar="NAME=VALUE",
         help="also run every server with these settings, as the reference beside the shipped"
@@ -388,7 +398,7 @@ def main() -> None:
         db = (args.db or RESULTS / f"api_load_{args.corpus}_{args.articles}.db").resolve()
         where = {"database_url": f"sqlite:///{db}", "data_dir": str(db.parent / f"{db.stem}.data")}
     settings = load_settings(where | SYNTHETIC_OVERRIDES)
-    SERVER_ENV.update(dict(pair.split("=", 1) for pair in args.server_env))
+    SERVER_ENV.update(dict(args.server_env))
     build(settings, db, args.articles, args.corpus)
     ids = sample_ids(settings, 2_000, seed=11)
     paths = [path_of(args.endpoint, i) for i in ids]
@@ -401,7 +411,7 @@ def main() -> None:
     rows: dict[str, Any] = {}
     sample = random.Random(3).sample(paths, min(len(paths), 2_000))
     add(rows, "in-process (test client, 1 thread)", in_process(settings, sample))
-    reference = dict(pair.split("=", 1) for pair in args.reference_env)
+    reference = dict(args.reference_env)
     variants = [("reference ", reference), ("", {})] * args.ab_rounds if reference else [("", {})]
     for kind in args.servers:
         for workers in args.workers:
@@ -418,7 +428,7 @@ def main() -> None:
                         load(base, ["/api/v1/health"], top, args),
                     )
     if reference:
-        print("reference: " + " ".join(args.reference_env))
+        print("reference: " + " ".join(f"{k}={v}" for k, v in args.reference_env))
     report(args, rows)
 
 
