@@ -232,12 +232,8 @@ def test_segments_refuse_inconsistent_rows() -> None:
 @contextmanager
 def both_paths(compiled: bool) -> Iterator[None]:
     """``index.scoring`` taking the compiled kernels (as once they paid) or numpy (before)."""
-    saved = scoring._bought, scoring._spent, scoring._at_once
-    scoring._bought, scoring._spent, scoring._at_once = compiled, 0, 1 << 62
-    try:
+    with scoring.RENTAL.forced(compiled):
         yield
-    finally:
-        scoring._bought, scoring._spent, scoring._at_once = saved
 
 
 def numpy_exact_dot(

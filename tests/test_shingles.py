@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recengine.features.merge_kernel import shared_count
-from recengine.features.neardup import overlap, resemblance, use_compiled_overlap
+from recengine.features.neardup import MERGE, overlap, resemblance
 from recengine.text.passages import mix64, passages_of
 from recengine.text.shingles import _BASE, run_hashes, shingles, shingles_of, word_points
 
@@ -88,8 +88,10 @@ def test_the_compiled_merge_counts_what_two_sets_share(
     a, b = both | x, both | (y - x)
     ha, hb = (np.array(sorted(s), dtype=np.uint64) for s in (a, b))
     assert shared_count(ha, hb) == shared_count(hb, ha) == len(a & b)
-    use_compiled_overlap()
-    assert overlap(ha, hb) == (len(a & b), min(len(a), len(b)), max(len(a), len(b)))
+    expected = (len(a & b), min(len(a), len(b)), max(len(a), len(b)))
+    for compiled in (True, False):  # the merge once bought, the look-ups before
+        with MERGE.forced(compiled):
+            assert overlap(ha, hb) == expected
 
 
 def test_the_compiled_merge_on_real_texts_and_their_edits(data_dir: Path) -> None:

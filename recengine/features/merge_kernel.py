@@ -1,6 +1,5 @@
 """The compiled count of shared hashes of :func:`recengine.features.neardup.overlap` (numba;
-imported only by :func:`recengine.features.neardup.use_compiled_overlap`, so that importing
-the package does not load numba).
+loaded by ``neardup.MERGE`` once it pays, so that importing the package does not load numba).
 """
 
 from __future__ import annotations

@@ -42,7 +42,6 @@ decides on the cosine when texts are missing).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -52,6 +51,7 @@ import numpy.typing as npt
 from recengine.config import Settings
 from recengine.features.simhash import hamming
 from recengine.features.tfidf import SparseVector
+from recengine.rental import Rental
 
 SHOWN_TERMS = 10
 U64 = npt.NDArray[np.uint64]
@@ -281,22 +281,16 @@ class NearDupCriterion:
         return small > 0 and common / small >= self.min_title_containment
 
 
-_shared_count: Callable[[U64, U64], int] | None = None  # see use_compiled_overlap
 _MERGED = 64  # smaller sets than this are looked up (no call into compiled code)
 _SPARSE = 16  # one set this many times smaller than the other: looked up too
-
-
-def use_compiled_overlap() -> None:
-    """Count shared hashes with a compiled merge (``features.merge_kernel``) from now on, in
-    this process: ~3x faster than the look-ups on long texts, for the same counts. Loading
-    numba costs ~0.5 s, as much as ~5,000 verifications of long articles save, so only a
-    process that verifies many pairs turns it on: the leader pass of a reindex or recluster
-    (``pipeline.dedup``), which loads numba for its table walks anyway (``index.blocks``)."""
-    global _shared_count
-    if _shared_count is None:
-        from recengine.features.merge_kernel import shared_count
-
-        _shared_count = shared_count
+# The compiled count of shared hashes (``features.merge_kernel``), ~3x faster than the look-ups
+# on long texts for the same counts (42 against 138 us for sets of 5,600 and 11,300 hashes:
+# ~25 ns per hash of the smaller set looked up). Loading numba costs ~0.5 s, what ~20 million
+# looked-up hashes cost: a process that verifies many pairs of long articles (a bulk ingest)
+# buys it after its first few thousand verifications (:mod:`recengine.rental`); the leader pass
+# of a reindex or recluster (``pipeline.dedup``), which loads numba for its table walks anyway,
+# buys it at once.
+MERGE = Rental("recengine.features.merge_kernel", price=20_000_000, at_once=20_000_000)
 
 
 def overlap(a: U64, b: U64) -> tuple[int, int, int]:
@@ -305,9 +299,10 @@ def overlap(a: U64, b: U64) -> tuple[int, int, int]:
         a, b = b, a
     if not len(a):
         return 0, 0, len(b)
-    merge = _shared_count
-    if merge is not None and len(a) >= _MERGED and len(b) < _SPARSE * len(a):
-        return int(merge(a, b)), len(a), len(b)
+    if len(a) >= _MERGED and len(b) < _SPARSE * len(a):
+        kernels = MERGE.kernels(len(a))
+        if kernels is not None:
+            return int(kernels.shared_count(a, b)), len(a), len(b)
     # Both sorted and distinct: look each of the smaller set up in the larger (no re-sort).
     at = np.minimum(np.searchsorted(b, a), len(b) - 1)
     return int(np.count_nonzero(b[at] == a)), len(a), len(b)

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from recengine.index.candidates import Candidates
 from recengine.index.neardup import IdArray
 from recengine.pipeline.clustering import Edge, rank_key
-from recengine.pipeline.judging import Loaded, PairJudge
+from recengine.pipeline.judging import KeptTexts, Loaded, PairJudge
 from recengine.pipeline.leader import Ids, Rank
 from recengine.storage.clusters import (
     canonicals_of,
@@ -32,6 +32,7 @@ from recengine.storage.clusters import (
 )
 
 _UNKNOWN, _MEMBER, _FREE = -1, 0, 1  # stored status of an id, as read in one plan
+_PREFETCH = 256  # candidate canonicals of one article read at once (more: as verified)
 
 
 class SqlClusterView:
@@ -45,9 +46,10 @@ class SqlClusterView:
         version: int,
         judge: PairJudge,
         batch: Iterable[int] = (),
+        kept: KeptTexts | None = None,
     ) -> None:
         self.session, self.index, self.version, self.judge = session, index, version, judge
-        self.loaded = Loaded()
+        self.loaded = Loaded(kept=KeptTexts(0) if kept is None else kept)
         self.batch = set(batch)  # the written articles: loaded together at the first verify
         self.found: dict[int, IdArray] = {}
         self.looked: set[int] = set()  # the articles whose candidates were looked at
@@ -65,8 +67,15 @@ class SqlClusterView:
         return self.found[article_id]
 
     def canonical_candidates(self, article_id: int) -> IdArray:
+        """The canonicals among the article's candidates; what verifying it against them
+        needs is read now, for all of them at once when they are not too many (a read per
+        verification cost more than the verifications of long articles, BENCHMARKS.md; a
+        crowd of templated pages may offer thousands, of which the first few decide)."""
         self.looked.add(article_id)
-        return self.index.of_canonicals(article_id)
+        found = self.index.of_canonicals(article_id)
+        if len(found) <= _PREFETCH:
+            self._load(article_id, *found.tolist())
+        return found
 
     def among_candidates(self, article_id: int, ids: Ids) -> IdArray:
         return self.index.among(article_id, np.asarray(ids, dtype=np.int64))
@@ -138,7 +147,7 @@ class SqlClusterView:
         found.update(published(session=self.session, article_ids=[canonical_id]))
         return min(found, key=lambda i: rank_key(i, found[i]), default=canonical_id)
 
-    def _load(self, a: int, b: int) -> None:
-        wanted = {a, b} | self.batch  # one read for a batch of reposts
+    def _load(self, *ids: int) -> None:
+        wanted = set(ids) | self.batch  # one read for a batch of reposts
         self.batch = set()
         self.judge.load(self.session, self.version, wanted, self.loaded)

@@ -61,7 +61,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings
 from recengine.derived.neardup import canonical_follower, neardup_follower
 from recengine.derived.passages import PassageKind, passage_follower
-from recengine.features.neardup import NearDupCriterion, use_compiled_overlap
+from recengine.features.neardup import MERGE, NearDupCriterion
 from recengine.index.candidates import Candidates
 from recengine.index.follower import Follower
 from recengine.index.neardup import NearDupIndex
@@ -72,6 +72,7 @@ from recengine.pipeline.featurize import TextAnalysis
 from recengine.pipeline.judging import (
     BlockTexts,
     CompareMany,
+    KeptTexts,
     PairJudge,
     Reading,
     TransactionJudging,
@@ -122,6 +123,8 @@ class Deduplicator:
         self.canonicals = canonicals or canonical_follower(settings)
         self.k = settings.features.hamming_k
         self.kept_bytes = settings.reindex.kept_compared_mb << 20  # the leader pass's texts
+        # what writes compared of stored texts, kept from one write to the next
+        self.kept = KeptTexts(settings.ingest.kept_compared_mb << 20)
 
     @contextmanager
     def pending(self) -> Iterator[None]:
@@ -207,7 +210,7 @@ class Deduplicator:
         """
         seeds = set(changed)
         live = {i for i in seeds if i in index}
-        view = SqlClusterView(session, index, version, self.judge, live)
+        view = SqlClusterView(session, index, version, self.judge, live, self.kept)
         decided = relink(view, live, seeds - live)
         if _near(override_region(session, version), decided, view.looked, index):
             return self._ruled_plan(session, version, index, live, seeds - live)
@@ -229,7 +232,7 @@ class Deduplicator:
         judging = TransactionJudging(self.judge, session, version)
         rules = cluster_rules(session, judging, lambda ids: ids[index.radius.contains_many(ids)])
         seeds = {i for i in with_partners(session, changed | removed) if i in index} - removed
-        view = SqlClusterView(session, index, version, self.judge, changed)
+        view = SqlClusterView(session, index, version, self.judge, changed, self.kept)
         suspects = () if moved else changed  # an override removed may have pinned one
         rows = ruled_relink(view, rules, seeds, removed, suspects, moved)
         members = [_row(m) for m in rows.values() if m is not None]
@@ -316,13 +319,13 @@ class Deduplicator:
         decided against the canonicals in its reach (the radius index's articles, with the
         passage pairs as the other candidates). It verifies a pair per candidate of every
         article: the compiled count of shared shingles pays for its start-up here."""
-        use_compiled_overlap()
+        MERGE.buy()
         ids, fps = index.radius.arrays()
         with reading() as session:
             ids, fps = rank_order(
                 ids, fps, lambda part: published(session=session, article_ids=part)
             )
-        block = BlockTexts(self.judge, reading, version, many, self.kept_bytes)
+        block = BlockTexts(self.judge, reading, version, many, KeptTexts(self.kept_bytes))
         extra = index.passage_pairs()
         with reading() as session:
             judging = TransactionJudging(self.judge, session, version)

@@ -9,16 +9,24 @@ read is kept:
 
 * :class:`TransactionJudging`: everything read in one transaction (the measured
   ``same_article`` pairs of the rules, ``pipeline.override_clusters.Judging``);
-* :class:`BlockTexts`: one block of the reindex's leader pass at a time, in reads of its own,
-  keeping the compared texts of the blocks before within a memory budget
+* :class:`BlockTexts`: one block of the reindex's leader pass at a time, in reads of its own
   (``pipeline.rank_blocks.leader_blocks``);
 * ``pipeline.cluster_view.SqlClusterView``: one write transaction's plan (ingest).
+
+Computing what is compared of a stored text (cleaning, quoted replies, shingles: ~1-3 ms for a
+long article) costs far more than reading it, and the same canonical is verified again and
+again: by the blocks of a leader pass far apart, by the batches of one bulk ingest (a 55 MB
+ingest of long articles compared 1,774 distinct stored texts 4,659 times, BENCHMARKS.md). A
+:class:`KeptTexts` store keeps what was compared, least recently used out first, within a
+memory budget, keyed by the article and the ``seq`` of its last change, so a kept value is
+never used for a text that changed since.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
@@ -28,7 +36,7 @@ from recengine.features.neardup import Decision, NearDupCriterion
 from recengine.pipeline.clustering import Edge
 from recengine.pipeline.featurize import compared_of
 from recengine.storage.articles import titles_and_contents
-from recengine.storage.index_source import fingerprints_by_id
+from recengine.storage.index_source import fingerprints_and_seqs
 from recengine.text.compare import Compared, WordPoints
 from recengine.text.hints import TextHints
 
@@ -36,22 +44,67 @@ Reading = Callable[[], AbstractContextManager[Session]]
 # What is compared of many (title, content) pairs, in order: ``PairJudge.compared`` of each
 # without hints (``parallel.AnalysisPool.compared_many``).
 CompareMany = Callable[[list[tuple[str, str]]], list[Compared]]
+_ENTRY_BYTES = 400  # a kept entry beside its arrays: key, dataclass, array headers
+
+
+class KeptTexts:
+    """What was compared of stored texts, by ``(article id, seq)``, least recently used out
+    first past ``budget`` bytes of shingles (0 keeps nothing); safe to share between threads
+    (a server's writes)."""
+
+    def __init__(self, budget: int) -> None:
+        if budget < 0:
+            raise ValueError(f"budget must be >= 0 bytes, got {budget}")
+        self.budget = budget
+        self._texts: OrderedDict[tuple[int, int], Compared] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def get(self, article_id: int, seq: int) -> Compared | None:
+        """The text kept for the article at this ``seq`` (now the most recently used)."""
+        key = (article_id, seq)
+        with self._lock:
+            found = self._texts.get(key)
+            if found is not None:
+                self._texts.move_to_end(key)
+            return found
+
+    def put(self, article_id: int, seq: int, text: Compared) -> None:
+        """Keep ``text``; drop the least recently used past the budget."""
+        if _size(text) > self.budget:  # never kept: 0 keeps nothing
+            return
+        key = (article_id, seq)
+        with self._lock:
+            if key in self._texts:
+                return
+            self._texts[key] = text
+            self._bytes += _size(text)
+            while self._bytes > self.budget:
+                _, dropped = self._texts.popitem(last=False)
+                self._bytes -= _size(dropped)
 
 
 @dataclass
 class Loaded:
     """What was read of some articles under one version, by article id: fingerprints and texts
-    (the texts decide; the vectors are not read)."""
+    (the texts decide; the vectors are not read), and the ``seq`` each text was read at.
+    ``kept``: where what is compared of them is kept beyond this holder (see
+    :class:`KeptTexts`)."""
 
     fps: dict[int, int] = field(default_factory=dict)
     raw: dict[int, tuple[str, str]] = field(default_factory=dict)  # title, content
     texts: dict[int, Compared] = field(default_factory=dict)
+    seqs: dict[int, int] = field(default_factory=dict)
+    kept: KeptTexts = field(default_factory=lambda: KeptTexts(0))
 
     def keep(self, ids: set[int]) -> Loaded:
-        """What is loaded of ``ids`` (a new holder: the rest is dropped)."""
-        out = Loaded()
+        """What is loaded of ``ids`` (a new holder, the same ``kept``: the rest is dropped)."""
+        out = Loaded(kept=self.kept)
         for i in ids & self.fps.keys():
-            out.fps[i] = self.fps[i]
+            out.fps[i], out.seqs[i] = self.fps[i], self.seqs[i]
             if i in self.texts:
                 out.texts[i] = self.texts[i]
             elif i in self.raw:
@@ -63,8 +116,14 @@ class Loaded:
         content, once)."""
         found = self.texts.get(article_id)
         if found is None:
-            found = self.texts[article_id] = compute(*self.raw.pop(article_id))
+            found = self.put(article_id, compute(*self.raw.pop(article_id)))
         return found
+
+    def put(self, article_id: int, text: Compared) -> Compared:
+        """Record what is compared of a loaded article's raw text (and keep it)."""
+        self.texts[article_id] = text
+        self.kept.put(article_id, self.seqs[article_id], text)
+        return text
 
 
 @dataclass(frozen=True)
@@ -92,19 +151,25 @@ class PairJudge:
         hints = self.hints
         todo = [i for i, (title, body) in loaded.raw.items() if hints.get(title, body) is None]
         for i, found in zip(todo, many([loaded.raw[i] for i in todo]), strict=True):
-            loaded.texts[i] = found
+            loaded.put(i, found)
             del loaded.raw[i]
 
-    def load(self, session: Session, version: int, ids: set[int], loaded: Loaded) -> None:
-        """Add the fingerprints and texts of those of ``ids`` not in ``loaded`` yet (what is
-        compared of a text is computed when a verification first needs it; a text ``loaded``
-        already holds compared is not read again)."""
-        missing = sorted(ids - loaded.fps.keys())
+    def load(self, session: Session, version: int, ids: Iterable[int], loaded: Loaded) -> None:
+        """Add the fingerprints and texts of those of ``ids`` not in ``loaded`` yet, in two
+        reads for all of them (what is compared of a text is computed when a verification
+        first needs it; a text ``loaded.kept`` holds at its current ``seq`` is not read)."""
+        missing = sorted(set(ids) - loaded.fps.keys())
         if not missing:
             return
-        found = fingerprints_by_id(session=session, version=version, ids=missing)
-        loaded.fps.update(found)
-        unread = [i for i in found if i not in loaded.texts]
+        found = fingerprints_and_seqs(session=session, version=version, ids=missing)
+        unread = []
+        for i, (fp, seq) in found.items():
+            loaded.fps[i], loaded.seqs[i] = fp, seq
+            kept = loaded.kept.get(i, seq)
+            if kept is not None:
+                loaded.texts[i] = kept
+            elif i not in loaded.texts:
+                unread.append(i)
         loaded.raw.update(titles_and_contents(session=session, article_ids=unread))
 
     def decision(self, a: int, b: int, loaded: Loaded) -> Decision | None:
@@ -146,13 +211,13 @@ class TransactionJudging:
 class BlockTexts:
     """Texts of one block of the leader pass, loaded at once (in a read of their own).
 
-    What was compared of earlier blocks' texts stays, least recently used first out, within
-    ``budget`` bytes of shingles (``reindex.kept_compared_mb``): a canonical that blocks far
-    apart meet (the many articles of a crowd of copies) is read from SQL and compared once,
-    not once per block that needs it again. Without it, a 30,000-article reindex of the
-    resampled paragraph mix computed 83,326 compared texts (BENCHMARKS.md). With ``many`` (a
-    pool of several workers), what is compared of the texts read is computed there for the
-    whole block at once, not one by one as verifications need it."""
+    What was compared of earlier blocks' texts stays in ``kept`` (``reindex.kept_compared_mb``):
+    a canonical that blocks far apart meet (the many articles of a crowd of copies) is read from
+    SQL and compared once, not once per block that needs it again. Without it, a
+    30,000-article reindex of the resampled paragraph mix computed 83,326 compared texts
+    (BENCHMARKS.md). With ``many`` (a pool of several workers), what is compared of the texts
+    read is computed there for the whole block at once, not one by one as verifications need
+    it."""
 
     def __init__(
         self,
@@ -160,35 +225,17 @@ class BlockTexts:
         reading: Reading,
         version: int,
         many: CompareMany | None = None,
-        budget: int = 0,
+        kept: KeptTexts | None = None,
     ) -> None:
         self.judge, self.reading, self.version, self.many = judge, reading, version, many
-        self.loaded = Loaded()
-        self.budget = budget
-        self._kept: OrderedDict[int, Compared] = OrderedDict()
-        self._kept_bytes = 0
+        self.loaded = Loaded(kept=KeptTexts(0) if kept is None else kept)
 
     def prefetch(self, ids: set[int]) -> None:
-        self._keep(self.loaded.texts)
         self.loaded = self.loaded.keep(ids)
-        for i in ids & self._kept.keys():
-            self.loaded.texts.setdefault(i, self._kept[i])
-            self._kept.move_to_end(i)
         with self.reading() as session:
             self.judge.load(session, self.version, ids, self.loaded)
         if self.many is not None:
             self.judge.compare_loaded(self.loaded, self.many)
-
-    def _keep(self, texts: dict[int, Compared]) -> None:
-        """Add the block's compared texts to those kept; drop the least recently used past
-        the budget."""
-        for i, text in texts.items():
-            if i not in self._kept:
-                self._kept[i] = text
-                self._kept_bytes += _size(text)
-        while self._kept_bytes > self.budget and self._kept:
-            _, dropped = self._kept.popitem(last=False)
-            self._kept_bytes -= _size(dropped)
 
     def verify(self, article_id: int, canonical_id: int) -> Edge | None:
         # Both are in the block's prefetch (leader_blocks's contract); one without features
@@ -204,4 +251,5 @@ class BlockTexts:
 
 
 def _size(text: Compared) -> int:
-    return int(text.shingles.nbytes + text.title.nbytes)
+    """What keeping ``text`` costs: its arrays, and about what the entry itself takes."""
+    return int(text.shingles.nbytes + text.title.nbytes) + _ENTRY_BYTES

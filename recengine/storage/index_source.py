@@ -110,6 +110,23 @@ def internal_ids(*, session: Session, external_ids: Sequence[str]) -> dict[str, 
     return out
 
 
+def fingerprints_and_seqs(
+    *, session: Session, version: int, ids: Sequence[int]
+) -> dict[int, tuple[int, int]]:
+    """``id -> (fingerprint under version, seq)`` of the given articles that have features
+    under ``version`` (deleted ones included). ``seq`` is the article's last change: what was
+    computed of its text at one ``seq`` holds until it changes."""
+    out: dict[int, tuple[int, int]] = {}
+    for chunk in in_chunks(ids):
+        rows = session.execute(
+            select(Article.id, ArticleFeatures.fingerprint, Article.seq)
+            .join(ArticleFeatures, features_join(version))
+            .where(Article.id.in_(chunk))
+        ).all()
+        out.update({r.id: (r.fingerprint, r.seq) for r in rows})
+    return out
+
+
 def fingerprints_by_id(*, session: Session, version: int, ids: Sequence[int]) -> dict[int, int]:
     """Fingerprints under ``version`` of the given articles (deleted ones included)."""
     out: dict[int, int] = {}
