@@ -21,20 +21,15 @@ second) and passed to whoever needs it; nothing is loaded at import time.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from importlib import resources
-from itertools import chain
 from pathlib import Path
 from typing import Protocol, TypeVar
-
-import numpy as np
-import numpy.typing as npt
 
 from recengine.config import TokenizerSettings
 from recengine.errors import ConfigError
 from recengine.text.dictionary import dictionary_tags, jieba_dictionary_path, parse_tags
+from recengine.text.vocabulary import Counted, Vocabulary
 
 _WORDLIKE = re.compile(r"[^\W_]")  # a letter, a digit or an ideograph somewhere in the word
 _NUMERIC = re.compile(r"^[0-9]+(?:[.,][0-9]+)*%?$")
@@ -52,7 +47,6 @@ _FOREIGN_WORD = re.compile(rf"[{_LETTER}]*[{_NON_ASCII_LETTER}][{_LETTER}]*")
 _NON_ASCII = re.compile(rf"[{_NON_ASCII_LETTER}]")
 _ONE_LETTER = re.compile(rf"[{_LETTER}]")
 _FOREIGN_ENG = re.compile(rf"^[{_LETTER}]+$")
-_CACHE_LIMIT = 2_000_000  # distinct raw words remembered before the cache is cleared
 T = TypeVar("T")
 
 
@@ -119,23 +113,6 @@ class RjiebaBackend:
         self._jieba.add_word(word, freq, tag)
 
 
-@dataclass(frozen=True, eq=False)
-class Counted:
-    """Term counts of a batch of texts as a CSR matrix over the batch's distinct terms.
-
-    Attributes:
-        terms: the distinct kept terms of the batch, ``(V,)``.
-        indptr: ``int64 (n + 1,)``: text i's entries are ``[indptr[i], indptr[i + 1])``.
-        index: ``int64 (nnz,)`` positions in ``terms``, distinct within a text.
-        counts: ``int64 (nnz,)`` occurrences (> 0).
-    """
-
-    terms: list[str]
-    indptr: npt.NDArray[np.int64]
-    index: npt.NDArray[np.int64]
-    counts: npt.NDArray[np.int64]
-
-
 class Tokenizer:
     """Clean text -> filtered, lower-cased words.
 
@@ -173,7 +150,7 @@ class Tokenizer:
         self.hmm = hmm
         self._tags = tags
         self._extra_tags: dict[str, str] = {}
-        self._vocab = _Vocabulary(self._verdict)
+        self._vocab = Vocabulary(self._verdict)
 
     def add_word(self, word: str, freq: int | None = None, tag: str | None = None) -> None:
         """Add a word to the backend's dictionary (and its tag to the filter's table)."""
@@ -240,22 +217,10 @@ class Tokenizer:
         return {terms[i]: n for i, n in zip(c.index.tolist(), c.counts.tolist(), strict=True)}
 
     def count_many(self, texts: Sequence[str]) -> Counted:
-        """Term counts of many clean texts at once (see :class:`Counted`).
-
-        After ``cut``, each text's words are counted by ``Counter`` (C, over a small table
-        that stays in cache); each distinct word of a text is then mapped to its term id by one
-        dictionary look-up in C. The rest is numpy over the whole batch: dropped words
-        removed, words that become the same term merged, the batch's distinct terms picked.
-        """
+        """Term counts of many clean texts at once (see :class:`Counted`): after ``cut``, the
+        words of every text are counted over the whole batch (``text.vocabulary``)."""
         self._vocab.bound()
-        per_text = [Counter(self._words(t)) for t in texts]
-        sizes = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
-        total = int(sizes.sum())
-        ids = np.fromiter(
-            map(self._vocab.ids.__getitem__, chain.from_iterable(per_text)), np.int64, total
-        )
-        counts = np.fromiter(chain.from_iterable(c.values() for c in per_text), np.int64, total)
-        return count_ids(ids, counts, sizes, self._vocab)
+        return self._vocab.count([self._words(t) for t in texts])
 
 
 def cut_words(cut: Callable[[str], list[str]], text: str) -> list[str]:
@@ -293,116 +258,6 @@ def _around_foreign(
     if start < len(text):
         out += split(text[start:])
     return out
-
-
-def count_ids(
-    ids: npt.NDArray[np.int64],
-    counts: npt.NDArray[np.int64],
-    sizes: npt.NDArray[np.int64],
-    vocab: _Vocabulary,
-) -> Counted:
-    """Entries ``(term id, count)`` of ``len(sizes)`` texts laid end to end -> :class:`Counted`.
-
-    Args:
-        ids: ``int64 (sum(sizes),)`` term ids of each text's distinct raw words (``-1`` =
-            dropped).
-        counts: ``int64 (sum(sizes),)`` their occurrences.
-        sizes: ``int64 (n,)`` distinct raw words per text.
-        vocab: the term table ``ids`` refer to.
-    """
-    n, width = len(sizes), max(len(vocab.terms), 1)
-    rows = np.repeat(np.arange(n, dtype=np.int64), sizes)
-    kept = ids >= 0
-    rows, ids, counts = rows[kept], ids[kept], counts[kept]
-    shared = vocab.shared_mask()[ids]  # terms more than one raw word becomes: may repeat
-    if shared.any():
-        rows, ids, counts = _merge_repeats(rows, ids, counts, shared, width)
-    present = np.zeros(width, dtype=bool)
-    present[ids] = True
-    terms = np.flatnonzero(present)
-    position = np.cumsum(present) - 1  # term id -> its place in the batch's terms
-    return Counted(
-        terms=list(map(vocab.terms.__getitem__, terms.tolist())),
-        indptr=np.searchsorted(rows, np.arange(n + 1, dtype=np.int64)).astype(np.int64),
-        index=position[ids].astype(np.int64),
-        counts=counts,
-    )
-
-
-def _merge_repeats(
-    rows: npt.NDArray[np.int64],
-    ids: npt.NDArray[np.int64],
-    counts: npt.NDArray[np.int64],
-    shared: npt.NDArray[np.bool_],
-    width: int,
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Sum the entries of one text that name the same term ("Python" and "python"); only the
-    entries of shared terms are sorted. Rows stay in ascending order."""
-    keys = rows[shared] * width + ids[shared]
-    unique, inverse = np.unique(keys, return_inverse=True)
-    summed = np.bincount(inverse, weights=counts[shared]).astype(np.int64)
-    rows = np.concatenate((rows[~shared], unique // width))
-    ids = np.concatenate((ids[~shared], unique % width))
-    counts = np.concatenate((counts[~shared], summed))
-    order = np.argsort(rows, kind="stable")
-    return rows[order], ids[order], counts[order]
-
-
-class _Vocabulary:
-    """Raw word -> term id (``-1`` when the filter drops it), and term id -> term.
-
-    A miss runs the filter once and remembers; the whole table is forgotten between batches
-    when it holds more than ``_CACHE_LIMIT`` raw words (ids are only used within a batch).
-    """
-
-    def __init__(self, verdict: Callable[[str], str]) -> None:
-        self._verdict = verdict
-        self.ids: _Ids = _Ids(self)
-        self.terms: list[str] = []
-        self._term_ids: dict[str, int] = {}
-        self._shared: set[int] = set()  # terms that more than one raw word maps to
-        self._mask: npt.NDArray[np.bool_] | None = None
-
-    def reset(self) -> None:
-        self.ids.clear()
-        self.terms.clear()
-        self._term_ids.clear()
-        self._shared.clear()
-        self._mask = None
-
-    def shared_mask(self) -> npt.NDArray[np.bool_]:
-        """``bool (len(terms),)``: True where more than one raw word maps to the term."""
-        if self._mask is None or len(self._mask) != len(self.terms):
-            self._mask = np.zeros(len(self.terms), dtype=bool)
-            self._mask[list(self._shared)] = True
-        return self._mask
-
-    def bound(self) -> None:
-        if len(self.ids) >= _CACHE_LIMIT:
-            self.reset()
-
-    def term_id(self, word: str) -> int:
-        kept = self._verdict(word)
-        if not kept:
-            return -1
-        found = self._term_ids.get(kept)
-        if found is None:
-            found = self._term_ids[kept] = len(self.terms)
-            self.terms.append(kept)
-        else:
-            self._shared.add(found)
-            self._mask = None
-        return found
-
-
-class _Ids(dict[str, int]):
-    def __init__(self, vocabulary: _Vocabulary) -> None:
-        super().__init__()
-        self._vocabulary = vocabulary
-
-    def __missing__(self, word: str) -> int:
-        found = self[word] = self._vocabulary.term_id(word)
-        return found
 
 
 def load_word_list(spec: str) -> frozenset[str]:
