@@ -20,7 +20,7 @@ from sqlalchemy import select
 from recengine.config import Settings, load_settings
 from recengine.features.tfidf import fit_idf
 from recengine.index.passages import passage_rows
-from recengine.pipeline.featurize import Featurizer, text_of
+from recengine.pipeline.featurize import Featurizer, compared_of, text_of
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.parallel import AnalysisPool, Item, WorkerDied, resolve_workers
 from recengine.pipeline.reindex import reindex
@@ -72,9 +72,18 @@ def test_spool_records_and_their_features_match_one_process(
     serial = AnalysisPool(plain_settings, workers=1)
     expected = [pair for b in serial.analyze_batches(batches(items, 7)) for pair in b]
     with AnalysisPool(plain_settings, workers=2) as pool:
-        records = list(pool.spool_batches(batches(items, 7)))
-        local_records = list(serial.spool_batches(batches(items, 7)))
+        asked = [(b, k % 2 == 0) for k, b in enumerate(batches(items, 7))]  # every other one
+        records = list(pool.spool_batches(asked))
+        local_records = list(serial.spool_batches(asked))
         assert [(r.n_docs, r.df) for r in records] == [(r.n_docs, r.df) for r in local_records]
+        # what is compared of the texts, where asked: what a verification computes from SQL
+        for (batch, compare), record in zip(asked, records, strict=True):
+            assert (record.compared is not None) == compare
+            for (_, t, c), got_text in zip(batch, record.compared or [], strict=compare):
+                want_text = compared_of(t, c, plain_settings.features.strip_boilerplate)
+                assert np.array_equal(got_text.shingles, want_text.shingles)
+                assert np.array_equal(got_text.title, want_text.title)
+                assert got_text.body_chars == want_text.body_chars
         spooled = [pickle.loads(r.payload) for r in records]
         assert [p for b in spooled for p in zip(b.ids, b.analyzed.stats(), strict=True)] == expected
         # the passages the workers computed beside the tokens: those a build from SQL computes

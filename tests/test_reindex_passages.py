@@ -5,7 +5,8 @@ cleaned again for it; a seed that does not fit SQL is rebuilt, never trusted."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import recengine.features.neardup as neardup
 import recengine.pipeline.featurize as featurize
 import recengine.pipeline.judging as judging
 import recengine.pipeline.rank_blocks as rank_blocks
+import recengine.pipeline.reindex as reindex_module
 from recengine.config import Settings
 from recengine.derived.passages import passage_follower, passage_kind
 from recengine.features.neardup import NearDupCriterion
@@ -27,7 +29,7 @@ from recengine.index.passages import PassageIndex
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer, compared_of
 from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.parallel import AnalysisPool
+from recengine.pipeline.parallel import AnalysisPool, Item
 from recengine.pipeline.reindex import reindex
 from recengine.storage.index_rows import index_rows
 from recengine.text.compare import Compared, article_passages
@@ -167,6 +169,15 @@ def test_a_seed_that_does_not_fit_sql_is_rebuilt(
             assert np.array_equal(x, y)
 
 
+def asking_nothing(
+    run: Any, pages: Iterator[list[tuple[int, str, str, int]]], asked: deque[Any]
+) -> Iterator[tuple[list[Item], bool]]:
+    """``reindex._asking`` as when the corpus is past the budget from its first page."""
+    for page in pages:
+        asked.append(None)
+        yield [(i, title, content) for i, title, content, _ in page], False
+
+
 @pytest.fixture
 def compared_from_sql(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """The texts a verification computes what it compares of from SQL rows (the real function
@@ -291,7 +302,9 @@ def test_the_leader_pass_compares_on_the_pool_s_workers(
     """With two workers, what a full reindex's leader pass compares of the texts it reads from
     SQL is computed on the workers, a block at once (none in the parent), and the clusters are
     those the one-process reindex makes, the excerpts and digests with their sources. The
-    parent then never tokenizes: it loads no dictionary."""
+    parent then never tokenizes: it loads no dictionary. (Pass 1 hands nothing compared on
+    here, as when the corpus is past ``reindex.kept_compared_mb``.)"""
+    monkeypatch.setattr(reindex_module, "_asking", asking_nothing)
     records = real_corpus(data_dir)
     Ingester(factory, featurizer).ingest_records(records)
     reindex(factory=factory, featurizer=featurizer)
@@ -325,7 +338,9 @@ def test_the_leader_pass_compares_each_text_once_across_blocks(
     far from the last one that needed it. What was compared of a text in one block serves
     every later block that meets it again, so each text is read and compared once; with no
     budget for that they are computed again; either way the clusters are those of one block
-    for everything."""
+    for everything. (Pass 1 hands nothing compared on here, as when the corpus is past the
+    budget.)"""
+    monkeypatch.setattr(reindex_module, "_asking", asking_nothing)
     records = real_corpus(data_dir)
     reposts = [
         {**r, "id": f"repost-{r['id']}", "content": "转载自某网站。\n\n" + r["content"]}
@@ -344,3 +359,38 @@ def test_the_leader_pass_compares_each_text_once_across_blocks(
     repeated = len(compared_from_sql) - len(set(compared_from_sql))
     assert len(compared_from_sql) > 8
     assert repeated == 0 if budget else repeated > 0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_pass_1_hands_what_is_compared_to_the_leader_pass(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    data_dir: Path,
+    compared_from_sql: list[tuple[str, str]],
+    workers: int,
+) -> None:
+    """What a full reindex's pass 1 cleans for the tokens also gives what the leader pass
+    compares, within ``reindex.kept_compared_mb``: the leader pass then reads and cleans no
+    text again, past the budget it does for the rest, and the clusters are the same either
+    way (excerpts and digests with their sources)."""
+    records = real_corpus(data_dir)
+    Ingester(factory, featurizer).ingest_records(records)
+    reindex(factory=factory, featurizer=featurizer)  # 256 MB: the whole corpus
+    assert compared_from_sql == []
+    whole = clusters(factory)
+    copies = [(c["id"], c["id"].split("-", 1)[1]) for c in partial_copies(records[:8])]
+    head = {i: whole.get(i, (i,))[0] for i in (r["id"] for r in records)}
+    assert all(head[c] == head[s] for c, s in copies)
+    read_again = []
+    for mb in (0, 1):  # nothing kept; a part of the first page of 16 long articles
+        small = settings.model_copy(
+            update={"reindex": settings.reindex.model_copy(update={"kept_compared_mb": mb})}
+        )
+        compared_from_sql.clear()
+        with AnalysisPool(small, workers=workers) as pool:
+            reindex(factory=factory, featurizer=Featurizer(small), pool=pool, batch_size=16)
+        assert clusters(factory) == whole
+        read_again.append(len(compared_from_sql))
+    if workers == 1:  # with two, the leader pass compares on the workers, unseen here
+        assert read_again[0] > read_again[1] > 0

@@ -260,6 +260,7 @@ class Deduplicator:
         version: int,
         index: Candidates,
         many: CompareMany | None = None,
+        kept: KeptTexts | None = None,
     ) -> int:
         """Every cluster of ``version`` by a full recluster of ``index``, read and written in
         short transactions (a reindex, before its switch: readers do not see the version yet).
@@ -267,11 +268,14 @@ class Deduplicator:
         Args:
             many: computes what is compared of a block's texts at once (the reindex's pool
                 when it has several workers; ``judging.BlockTexts``).
+            kept: what is compared of texts already (a reindex's pass 1 fills it), and where
+                the pass keeps what it compares; a store of ``reindex.kept_compared_mb`` when
+                omitted.
 
         Returns:
             The rows written.
         """
-        members = self._leaders(lambda: transaction(factory), index, version, many)
+        members = self._leaders(lambda: transaction(factory), index, version, many, kept)
         return self._write_version(factory, version, members)
 
     def save(self) -> None:
@@ -314,6 +318,7 @@ class Deduplicator:
         index: Candidates,
         version: int,
         many: CompareMany | None = None,
+        kept: KeptTexts | None = None,
     ) -> list[MemberRow]:
         """Every cluster of ``index`` by :func:`leader_blocks`: the articles in rank order, each
         decided against the canonicals in its reach (the radius index's articles, with the
@@ -325,7 +330,8 @@ class Deduplicator:
             ids, fps = rank_order(
                 ids, fps, lambda part: published(session=session, article_ids=part)
             )
-        block = BlockTexts(self.judge, reading, version, many, KeptTexts(self.kept_bytes))
+        kept = KeptTexts(self.kept_bytes) if kept is None else kept
+        block = BlockTexts(self.judge, reading, version, many, kept)
         extra = index.passage_pairs()
         with reading() as session:
             judging = TransactionJudging(self.judge, session, version)

@@ -148,14 +148,15 @@ class AnalysisPool:
         finally:
             file.path.unlink(missing_ok=True)
 
-    def spool_batches(self, batches: Iterable[Sequence[Item]]) -> Iterator[Spooled]:
-        """Per batch of ``(id, title, content)``, its spool record (:class:`Spooled`), in input
-        order; like :meth:`analyze_batches`, with the pickling and the document-frequency
-        count done by the workers."""
+    def spool_batches(self, batches: Iterable[tuple[Sequence[Item], bool]]) -> Iterator[Spooled]:
+        """Per batch of ``(id, title, content)``, its spool record (:class:`Spooled`, with what
+        is compared of its texts when the batch's flag asks for it), in input order; like
+        :meth:`analyze_batches`, with the pickling and the document-frequency count done by
+        the workers."""
         if not self.parallel:
             featurizer = self._featurizer()
-            for batch in batches:
-                yield Spooled.of(spool_batch(featurizer, batch))
+            for batch, compare in batches:
+                yield spool_batch(featurizer, batch, compare)
             return
         yield from self._ordered(_spool_batch, batches)
 
@@ -294,8 +295,9 @@ def _analyze_batch(batch: Sequence[Item]) -> list[tuple[int, TextStats]]:
     return _pairs(_this_worker(), batch)
 
 
-def _spool_batch(batch: Sequence[Item]) -> Spooled:
-    return Spooled.of(spool_batch(_this_worker(), batch))
+def _spool_batch(task: tuple[Sequence[Item], bool]) -> Spooled:
+    batch, compare = task
+    return spool_batch(_this_worker(), batch, compare)
 
 
 def _worker_model_of(file: ModelFile) -> IdfModel:

@@ -29,7 +29,7 @@ fitted at (``params["fit"]``), which incremental reindexing uses to measure drif
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -131,7 +131,11 @@ def _full(run: ReindexRun, resume: bool) -> ReindexResult:
         version,
         job.start_seq,
         clusters=lambda index, _seq: run.dedup.cluster_all(
-            run.factory, version, index, run.pool.compared_many if run.pool.parallel else None
+            run.factory,
+            version,
+            index,
+            run.pool.compared_many if run.pool.parallel else None,
+            run.kept,
         ),
         seeds={PassageKind.name: _spooled_passages(run, job.start_seq)},
     )
@@ -184,14 +188,37 @@ def _pass1(run: ReindexRun) -> IdfModel:
         total = count_live(session=session)
     run.progress.start("tokenize", max(total, n_docs), n_docs)
     size = page_size(run.batch_size, run.pool.workers, total - n_docs)
+    asked: deque[list[tuple[int, int]] | None] = deque()  # (id, seq) of each page in flight
     with run.jobs.open_spool() as spool:
-        for record in run.pool.spool_batches(_pages(run.factory, last, size)):
+        for record in run.pool.spool_batches(_asking(run, _pages(run.factory, last, size), asked)):
             df.update(record.df)
             n_docs += record.n_docs
             run.jobs.append_payload(spool, record.payload)
+            keys = asked.popleft()
+            for (i, seq), text in zip(keys or [], record.compared or [], strict=True):
+                run.kept.put(i, seq, text)
             run.progress.update(record.n_docs)
             checkpoint("tokenized")
     return IdfModel(n_docs=n_docs, df=dict(df))
+
+
+def _asking(
+    run: ReindexRun,
+    pages: Iterator[list[tuple[int, str, str, int]]],
+    asked: deque[list[tuple[int, int]] | None],
+) -> Iterator[tuple[list[Item], bool]]:
+    """The pages as pool tasks, the first ones asking for what is compared of their texts too
+    (the leader pass verifies most articles of a corpus whose candidates crowd), until their
+    shingles would fill ``run.kept``'s budget: about 8 bytes per character of title and
+    content, an overestimate (markup and whitespace make none). ``asked`` gets, per page in
+    order, the ``(id, seq)`` of its articles when it asked, else None."""
+    budget = run.kept.budget
+    for page in pages:
+        compare = budget > 0
+        if compare:
+            budget -= sum(8 * (len(title) + len(content)) for _, title, content, _ in page)
+        asked.append([(i, seq) for i, _, _, seq in page] if compare else None)
+        yield [(i, title, content) for i, title, content, _ in page], compare
 
 
 def _spooled_passages(run: ReindexRun, start_seq: int) -> Seed:
@@ -214,15 +241,18 @@ def page_size(batch_size: int, workers: int, articles: int) -> int:
     return min(batch_size, max(64, -(-articles // (4 * workers))))
 
 
-def _pages(factory: sessionmaker[Session], after: int, size: int) -> Iterator[list[Item]]:
-    """Live articles with id > ``after``, in id order, one short read transaction per page."""
+def _pages(
+    factory: sessionmaker[Session], after: int, size: int
+) -> Iterator[list[tuple[int, str, str, int]]]:
+    """Live articles' ``(id, title, content, seq)`` with id > ``after``, in id order, one short
+    read transaction per page."""
     while True:
         with transaction(factory) as session:
             rows = texts_after(session=session, after_id=after, limit=size)
         if not rows:
             return
         after = rows[-1].id
-        yield [(r.id, r.title, r.content) for r in rows]
+        yield [(r.id, r.title, r.content, r.seq) for r in rows]
 
 
 def _pass2(run: ReindexRun, model: IdfModel, version: int) -> None:

@@ -44,6 +44,7 @@ from recengine.features.tfidf import IdfModel
 from recengine.files import atomic_write, fsync_dir, remove_temporaries
 from recengine.index.passages import HashArray, Packed, passage_rows
 from recengine.pipeline.featurize import Analyzed, FeatureRow, Featurizer
+from recengine.text.compare import Compared
 
 # 2: spool records are SpoolBatch (term counts as one matrix per batch); 3: with passages
 JOB_FORMAT = 3
@@ -74,16 +75,19 @@ class Spooled:
             Made where the batch was analysed (a worker), so the parent writes it as it came.
         n_docs: articles in the batch.
         df: the batch's document frequencies, term -> articles containing it.
+        compared: what the near-duplicate decision compares of each text, in order, when the
+            parent asked for it (not spooled: handed to the leader pass, ``judging.KeptTexts``).
     """
 
     payload: bytes
     n_docs: int
     df: dict[str, int]
+    compared: list[Compared] | None = None
 
     @classmethod
-    def of(cls, batch: SpoolBatch) -> Spooled:
+    def of(cls, batch: SpoolBatch, compared: list[Compared] | None = None) -> Spooled:
         payload = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
-        return cls(payload, len(batch.ids), batch.analyzed.counts.doc_frequencies())
+        return cls(payload, len(batch.ids), batch.analyzed.counts.doc_frequencies(), compared)
 
 
 def features_of_record(
@@ -99,11 +103,13 @@ def features_of_record(
     return len(batch.ids), list(zip((batch.ids[k] for k in todo), rows, strict=True))
 
 
-def spool_batch(featurizer: Featurizer, batch: Sequence[Item]) -> SpoolBatch:
+def spool_batch(featurizer: Featurizer, batch: Sequence[Item], compare: bool = False) -> Spooled:
     """The spool record of ``(id, title, content)`` items: ids, text hashes, term counts and
-    passage hashes, each text cleaned once (``Featurizer.analyze_texts``)."""
+    passage hashes, each text cleaned once (``Featurizer.analyze_texts``); with ``compare``,
+    what the near-duplicate decision compares of each text too, from the same cleaning."""
     done = featurizer.analyze_texts([(title, content) for _, title, content in batch])
-    return SpoolBatch([i for i, _, _ in batch], done.analyzed, passage_rows(done.passages))
+    record = SpoolBatch([i for i, _, _ in batch], done.analyzed, passage_rows(done.passages))
+    return Spooled.of(record, [p.compared() for p in done.points] if compare else None)
 
 
 def spooled_passages(batches: Iterable[SpoolBatch]) -> Iterator[Packed]:

@@ -28,6 +28,7 @@ from recengine.features.tfidf import IdfModel
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.dense import fit_dense
 from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.judging import KeptTexts
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex_job import JobDir
 from recengine.pipeline.switch import Clusters, Seed, Switch, switch_to
@@ -50,6 +51,9 @@ class ReindexRun:
     batch_size: int
     progress: Progress
     dedup: Deduplicator
+    # what is compared of texts the leader pass will verify, kept from pass 1 on (its budget:
+    # reindex.kept_compared_mb), so the leader pass neither reads nor cleans them again
+    kept: KeptTexts
     version: int | None = None  # the new model's, once saved (to report an interrupt right)
 
     def finish(
@@ -113,6 +117,7 @@ def reindex_run(
     jobs = JobDir(data_dir or settings.data_dir)
     jobs.lock()
     own_pool = pool is None
+    dedup = dedup or Deduplicator(settings)
     run = ReindexRun(
         factory,
         featurizer,
@@ -120,7 +125,8 @@ def reindex_run(
         jobs,
         batch_size,
         progress or QuietProgress(),
-        dedup or Deduplicator(settings),
+        dedup,
+        KeptTexts(dedup.kept_bytes),
     )
     try:
         yield run

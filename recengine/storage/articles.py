@@ -85,14 +85,17 @@ def soft_delete(*, session: Session, article_id: int, seq: int, now: datetime) -
     )
 
 
-def texts_after(*, session: Session, after_id: int, limit: int) -> Sequence[Row[int, str, str]]:
-    """Up to ``limit`` live articles' ``(id, title, content)`` with ``id > after_id``, by id.
+def texts_after(
+    *, session: Session, after_id: int, limit: int
+) -> Sequence[Row[int, str, str, int]]:
+    """Up to ``limit`` live articles' ``(id, title, content, seq)`` with ``id > after_id``, by
+    id (``seq``: their last change).
 
     Keyset pagination: the millionth row costs what the first does, and each page can be read
     in its own short transaction.
     """
     return session.execute(
-        select(Article.id, Article.title, Article.content)
+        select(Article.id, Article.title, Article.content, Article.seq)
         .where(Article.id > after_id, Article.deleted_at.is_(None))
         .order_by(Article.id)
         .limit(limit)
