@@ -33,6 +33,7 @@ from recengine.storage.clusters import (
 
 _UNKNOWN, _MEMBER, _FREE = -1, 0, 1  # stored status of an id, as read in one plan
 _PREFETCH = 256  # candidate canonicals of one article read at once (more: as verified)
+_PREFETCH_BATCH = 8_192  # those of a whole batch read at once (more: an article's at a time)
 
 
 class SqlClusterView:
@@ -59,6 +60,8 @@ class SqlClusterView:
         # and each member's status is read once per batch, not once per page.
         self.status = np.full(0, _UNKNOWN, np.int8)  # by id: _UNKNOWN, _MEMBER or _FREE
         self.heads: dict[int, int] = {}  # member -> stored canonical
+        self.canonicals_of: dict[int, IdArray] = {}  # index.of_canonicals, asked once each
+        self.rank: dict[int, Rank | None] = {}  # None: deleted
 
     def candidates(self, article_id: int) -> IdArray:
         self.looked.add(article_id)
@@ -72,10 +75,34 @@ class SqlClusterView:
         verification cost more than the verifications of long articles, BENCHMARKS.md; a
         crowd of templated pages may offer thousands, of which the first few decide)."""
         self.looked.add(article_id)
-        found = self.index.of_canonicals(article_id)
+        if self.batch:
+            self._prefetch_batch()
+        found = self._canonicals_of(article_id)
         if len(found) <= _PREFETCH:
             self._load(article_id, *found.tolist())
         return found
+
+    def _canonicals_of(self, article_id: int) -> IdArray:
+        found = self.canonicals_of.get(article_id)
+        if found is None:
+            found = self.canonicals_of[article_id] = self.index.of_canonicals(article_id)
+        return found
+
+    def _prefetch_batch(self) -> None:
+        """Read at once what deciding the written articles will read: their candidate
+        canonicals' fingerprints, texts and ranks (one read each for the whole batch where
+        a decision each cost three, BENCHMARKS.md), unless they are too many to hold."""
+        batch, self.batch = self.batch, set()
+        wanted = set(batch)
+        for x in sorted(batch):
+            found = self._canonicals_of(x)
+            if len(found) <= _PREFETCH:
+                wanted.update(found.tolist())
+            if len(wanted) > _PREFETCH_BATCH:
+                wanted = set(batch)
+                break
+        self.judge.load(self.session, self.version, wanted, self.loaded)
+        self.ranks(sorted(wanted))
 
     def among_candidates(self, article_id: int, ids: Ids) -> IdArray:
         return self.index.among(article_id, np.asarray(ids, dtype=np.int64))
@@ -124,8 +151,13 @@ class SqlClusterView:
         )
 
     def ranks(self, article_ids: Sequence[int]) -> Mapping[int, Rank]:
-        dates = live_published(session=self.session, article_ids=article_ids)
-        return {i: rank_key(i, d) for i, d in dates.items()}
+        rank = self.rank
+        missing = [i for i in article_ids if i not in rank]
+        if missing:
+            dates = live_published(session=self.session, article_ids=missing)
+            for i in missing:
+                rank[i] = rank_key(i, dates[i]) if i in dates else None
+        return {i: r for i in article_ids if (r := rank[i]) is not None}
 
     def verify(self, article_id: int, canonical_id: int) -> Edge | None:
         self._load(article_id, canonical_id)
@@ -148,6 +180,8 @@ class SqlClusterView:
         return min(found, key=lambda i: rank_key(i, found[i]), default=canonical_id)
 
     def _load(self, *ids: int) -> None:
-        wanted = set(ids) | self.batch  # one read for a batch of reposts
-        self.batch = set()
-        self.judge.load(self.session, self.version, wanted, self.loaded)
+        if self.batch:
+            self._prefetch_batch()
+        fps = self.loaded.fps
+        if any(i not in fps for i in ids):
+            self.judge.load(self.session, self.version, ids, self.loaded)

@@ -1,7 +1,9 @@
-"""What a writing process compared of stored texts is kept from one write to the next
-(``ingest.kept_compared_mb``, ``pipeline.judging.KeptTexts``): a bulk ingest whose batches verify
-against the same canonicals compares each of them once, and an edited article is compared
-again, never from what was kept of its old text (the clusters equal a full recluster)."""
+"""What an ingest's verifications read and compute. What a writing process compared of stored
+texts is kept from one write to the next (``ingest.kept_compared_mb``,
+``pipeline.judging.KeptTexts``): a bulk ingest whose batches verify against the same canonicals
+compares each of them once, and an edited article is compared again, never from what was kept
+of its old text (the clusters equal a full recluster). What a batch's decisions need from SQL
+is read for the whole batch at once, not per decision (``pipeline.cluster_view``)."""
 
 from __future__ import annotations
 
@@ -12,13 +14,17 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+import recengine.pipeline.cluster_view as cluster_view
+import recengine.pipeline.judging as judging
 from recengine.config import Settings
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.judging import KeptTexts
 from recengine.pipeline.reindex import reindex
+from recengine.storage.clusters import live_published
 from recengine.storage.db import transaction
+from recengine.storage.index_source import fingerprints_and_seqs
 from recengine.storage.state import begin_write
 from recengine.text.compare import compared
 from recengine.text.tokenize import Tokenizer
@@ -44,12 +50,15 @@ def reposts_of(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def ingest_settings_with(settings: Settings, **ingest: Any) -> Settings:
+    return settings.model_copy(update={"ingest": settings.ingest.model_copy(update=ingest)})
+
+
 def ingester_with(
     settings: Settings, tokenizer: Tokenizer, factory: sessionmaker[Session], mb: int
 ) -> Ingester:
     """An ingester writing batches of 8 records, keeping ``mb`` MB of compared texts."""
-    ingest = settings.ingest.model_copy(update={"batch_size": 8, "kept_compared_mb": mb})
-    mine = settings.model_copy(update={"ingest": ingest})
+    mine = ingest_settings_with(settings, batch_size=8, kept_compared_mb=mb)
     return Ingester(factory, Featurizer(mine, tokenizer), Deduplicator(mine))
 
 
@@ -127,3 +136,37 @@ def test_kept_texts_stay_within_their_budget_least_recently_used_out_first() -> 
     assert len(nothing) == 0 and nothing.get(1, 1) is None
     with pytest.raises(ValueError, match="budget"):
         KeptTexts(-1)
+
+
+def test_a_batch_reads_what_its_decisions_need_at_once(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    tokenizer: Tokenizer,
+    data_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch of 24 reposts of 8 stored articles, and 40 other new articles: the fingerprints
+    and texts of the candidates, and their ranks, come in one read each for the batch (a
+    decision each read them before), with the clusters a full recluster makes."""
+    sources = javaguide_records(data_dir, 8)
+    ingester = ingester_with(settings, tokenizer, factory, 128)
+    ingester.ingest_records(sources + csl_records(data_dir, 30))
+    reindex(factory=factory, featurizer=ingester.featurizer)
+    reads: list[str] = []
+
+    def counted(name: str, fn: Any) -> Any:
+        def read(**kwargs: Any) -> Any:
+            reads.append(name)
+            return fn(**kwargs)
+
+        return read
+
+    monkeypatch.setattr(judging, "fingerprints_and_seqs", counted("fps", fingerprints_and_seqs))
+    monkeypatch.setattr(cluster_view, "live_published", counted("ranks", live_published))
+    batch = ingest_settings_with(settings, batch_size=64)
+    ingester = Ingester(factory, Featurizer(batch, tokenizer), Deduplicator(batch))
+    ingester.ingest_records(reposts_of(sources) + csl_records(data_dir, 70)[30:])
+    heads = {i: c for i, (c, _) in clusters(factory).items()}
+    assert all(heads[f"repost{v}-{s['id']}"] == s["id"] for v in range(3) for s in sources)
+    assert reads.count("fps") <= 3 and reads.count("ranks") <= 3, reads
+    assert recluster(factory, ingester) == clusters(factory)
