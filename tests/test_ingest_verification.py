@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 import recengine.pipeline.cluster_view as cluster_view
 import recengine.pipeline.judging as judging
 from recengine.config import Settings
-from recengine.pipeline.dedup import Deduplicator
+from recengine.pipeline.dedup import ClusterPlan, Deduplicator
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.judging import KeptTexts
@@ -25,7 +25,7 @@ from recengine.pipeline.reindex import reindex
 from recengine.storage.clusters import live_published
 from recengine.storage.db import transaction
 from recengine.storage.index_source import fingerprints_and_seqs
-from recengine.storage.state import begin_write
+from recengine.storage.state import begin_write, read_state
 from recengine.text.compare import compared
 from recengine.text.tokenize import Tokenizer
 from tests.factories import csl_records, javaguide_records
@@ -170,3 +170,46 @@ def test_a_batch_reads_what_its_decisions_need_at_once(
     assert all(heads[f"repost{v}-{s['id']}"] == s["id"] for v in range(3) for s in sources)
     assert reads.count("fps") <= 3 and reads.count("ranks") <= 3, reads
     assert recluster(factory, ingester) == clusters(factory)
+
+
+def test_what_a_rolled_back_write_compared_of_its_own_texts_is_not_kept(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    tokenizer: Tokenizer,
+    data_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A write's ``seq`` that rolls back is given to the next write, which may store another
+    text under it: what the failed write compared of its own (uncommitted) texts must not be
+    kept; what it compared of committed texts may be. A committed write keeps its own."""
+    sources = javaguide_records(data_dir, 8)
+    ingester = ingester_with(settings, tokenizer, factory, 128)
+    ingester.ingest_records(sources + csl_records(data_dir, 30))
+    reindex(factory=factory, featurizer=ingester.featurizer)
+    with transaction(factory) as session:
+        committed = read_state(session=session).seq
+
+    def failing(self: ClusterPlan, session: Session) -> int:
+        raise RuntimeError("the disk is full")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ClusterPlan, "write", failing)
+        with pytest.raises(RuntimeError, match="disk"):
+            ingester.ingest_records(reposts_of(sources)[:8])
+    kept = ingester.dedup.kept
+    assert len(kept) >= 8  # the sources (committed) were kept
+    assert all(seq <= committed for _, seq in kept.held())
+    ingester.ingest_records(reposts_of(sources)[:8])  # the same seq again, now committed
+    assert any(seq > committed for _, seq in kept.held())
+    assert recluster(factory, ingester) == clusters(factory)
+
+
+def test_a_write_transaction_keeps_its_own_texts_only_at_commit() -> None:
+    text = compared("", "".join(random.Random(1).choices(_HAN, k=400)))
+    kept = KeptTexts(1 << 20)
+    written = kept.writing(10)
+    written.put(1, 9, text)  # committed before: kept now
+    written.put(2, 10, text)  # this write's: held back
+    assert kept.get(1, 9) is text and kept.get(2, 10) is None and written.get(2, 10) is None
+    written.commit()
+    assert kept.get(2, 10) is text

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from recengine.index.candidates import Candidates
 from recengine.index.neardup import IdArray
 from recengine.pipeline.clustering import Edge, rank_key
-from recengine.pipeline.judging import KeptTexts, Loaded, PairJudge
+from recengine.pipeline.judging import Kept, KeptTexts, Loaded, PairJudge
 from recengine.pipeline.leader import Ids, Rank
 from recengine.storage.clusters import (
     canonicals_of,
@@ -47,7 +47,7 @@ class SqlClusterView:
         version: int,
         judge: PairJudge,
         batch: Iterable[int] = (),
-        kept: KeptTexts | None = None,
+        kept: Kept | None = None,
     ) -> None:
         self.session, self.index, self.version, self.judge = session, index, version, judge
         self.loaded = Loaded(kept=KeptTexts(0) if kept is None else kept)

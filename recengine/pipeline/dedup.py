@@ -50,6 +50,7 @@ transaction only applies the last few changes.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
@@ -72,10 +73,12 @@ from recengine.pipeline.featurize import TextAnalysis
 from recengine.pipeline.judging import (
     BlockTexts,
     CompareMany,
+    Kept,
     KeptTexts,
     PairJudge,
     Reading,
     TransactionJudging,
+    WrittenTexts,
 )
 from recengine.pipeline.leader import relink
 from recengine.pipeline.override_clusters import cluster_rules, override_region, with_partners
@@ -125,14 +128,23 @@ class Deduplicator:
         self.kept_bytes = settings.reindex.kept_compared_mb << 20  # the leader pass's texts
         # what writes compared of stored texts, kept from one write to the next
         self.kept = KeptTexts(settings.ingest.kept_compared_mb << 20)
+        self._committing = threading.local()  # this thread's WrittenTexts, kept at commit
 
     @contextmanager
     def pending(self) -> Iterator[None]:
-        """Wrap a write transaction that calls :meth:`update` (see ``Follower.pending``)."""
-        with ExitStack() as stack:
-            for follower in self._followers():
-                stack.enter_context(follower.pending())
-            yield
+        """Wrap a write transaction that calls :meth:`update` (see ``Follower.pending``); what
+        its plans compared of the texts it wrote is kept once it committed."""
+        writes: list[WrittenTexts] = []
+        self._committing.writes = writes
+        try:
+            with ExitStack() as stack:
+                for follower in self._followers():
+                    stack.enter_context(follower.pending())
+                yield
+            for written in writes:
+                written.commit()
+        finally:
+            self._committing.writes = None
 
     @contextmanager
     def writing(self, factory: sessionmaker[Session]) -> Iterator[None]:
@@ -177,7 +189,7 @@ class Deduplicator:
         if not seeds or version is None:
             return 0
         index = self.synced(session)
-        plan = self.plan_version(session, seeds, version, index)
+        plan = self.plan_version(session, seeds, version, index, self._writing(state.seq))
         return self._write_active(session, plan, state.seq, index)
 
     def regroup(self, session: Session, changed: Iterable[int]) -> int:
@@ -190,8 +202,19 @@ class Deduplicator:
             return 0
         index = self.synced(session)
         named = {i for i in changed if i in index}
-        plan = self._ruled_plan(session, version, index, named, set(), moved=False)
+        kept = self._writing(state.seq)
+        plan = self._ruled_plan(session, version, index, named, set(), kept, moved=False)
         return self._write_active(session, plan, state.seq, index)
+
+    def _writing(self, seq: int) -> Kept:
+        """The kept texts as this thread's write transaction of ``seq`` sees them: what it
+        compares of texts it wrote is kept when :meth:`pending` sees it commit (outside
+        :meth:`pending`, never)."""
+        written = self.kept.writing(seq)
+        writes: list[WrittenTexts] | None = getattr(self._committing, "writes", None)
+        if writes is not None:
+            writes.append(written)
+        return written
 
     def update_version(
         self, session: Session, changed: Iterable[int], version: int, index: Candidates
@@ -201,19 +224,27 @@ class Deduplicator:
         return self.plan_version(session, changed, version, index).write(session)
 
     def plan_version(
-        self, session: Session, changed: Iterable[int], version: int, index: Candidates
+        self,
+        session: Session,
+        changed: Iterable[int],
+        version: int,
+        index: Candidates,
+        kept: Kept | None = None,
     ) -> ClusterPlan:
         """What :meth:`update_version` would write, read in ``session`` and not written yet.
 
         For a version only this process writes (a reindex's new one, before its switch): the
         reading can run in a read transaction and the writing in a short write transaction.
+        ``kept``: where what is compared is kept (the process's store by default; a write
+        transaction's view of it when the texts were written in ``session``).
         """
         seeds = set(changed)
         live = {i for i in seeds if i in index}
-        view = SqlClusterView(session, index, version, self.judge, live, self.kept)
+        kept = self.kept if kept is None else kept
+        view = SqlClusterView(session, index, version, self.judge, live, kept)
         decided = relink(view, live, seeds - live)
         if _near(override_region(session, version), decided, view.looked, index):
-            return self._ruled_plan(session, version, index, live, seeds - live)
+            return self._ruled_plan(session, version, index, live, seeds - live, kept)
         rows = [_row(m) for m in decided.values() if m is not None]
         return ClusterPlan(version, sorted(decided), rows)
 
@@ -224,6 +255,7 @@ class Deduplicator:
         index: Candidates,
         changed: set[int],
         removed: set[int],
+        kept: Kept,
         moved: bool = True,
     ) -> ClusterPlan:
         """The plan under the cluster overrides (``pipeline.ruled_view``): ``changed`` and
@@ -232,7 +264,7 @@ class Deduplicator:
         judging = TransactionJudging(self.judge, session, version)
         rules = cluster_rules(session, judging, lambda ids: ids[index.radius.contains_many(ids)])
         seeds = {i for i in with_partners(session, changed | removed) if i in index} - removed
-        view = SqlClusterView(session, index, version, self.judge, changed, self.kept)
+        view = SqlClusterView(session, index, version, self.judge, changed, kept)
         suspects = () if moved else changed  # an override removed may have pinned one
         rows = ruled_relink(view, rules, seeds, removed, suspects, moved)
         members = [_row(m) for m in rows.values() if m is not None]

@@ -29,6 +29,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from sqlalchemy.orm import Session
 
@@ -63,6 +64,11 @@ class KeptTexts:
     def __len__(self) -> int:
         return len(self._texts)
 
+    def held(self) -> list[tuple[int, int]]:
+        """``(article id, seq)`` of what is kept, least recently used first."""
+        with self._lock:
+            return list(self._texts)
+
     def get(self, article_id: int, seq: int) -> Compared | None:
         """The text kept for the article at this ``seq`` (now the most recently used)."""
         key = (article_id, seq)
@@ -87,6 +93,47 @@ class KeptTexts:
                 self._bytes -= _size(dropped)
 
 
+    def writing(self, seq: int) -> WrittenTexts:
+        """This store as a write transaction of ``seq`` sees it (see :class:`WrittenTexts`)."""
+        return WrittenTexts(self, seq)
+
+
+class WrittenTexts:
+    """A :class:`KeptTexts` seen from a write transaction of ``seq``: what is compared of texts
+    at ``seq`` or later (written in this transaction, not committed) is held back until
+    :meth:`commit`. A rolled-back ``seq`` is given to the next write again, which may write
+    another text under it: kept before the commit, a value could then stand for a text that
+    never was."""
+
+    def __init__(self, kept: KeptTexts, seq: int) -> None:
+        self.kept, self.seq = kept, seq
+        self.held: list[tuple[int, int, Compared]] = []
+
+    def get(self, article_id: int, seq: int) -> Compared | None:
+        return self.kept.get(article_id, seq)
+
+    def put(self, article_id: int, seq: int, text: Compared) -> None:
+        if seq >= self.seq:
+            self.held.append((article_id, seq, text))
+        else:
+            self.kept.put(article_id, seq, text)
+
+    def commit(self) -> None:
+        """The transaction committed: keep what was held back."""
+        for article_id, seq, text in self.held:
+            self.kept.put(article_id, seq, text)
+        self.held.clear()
+
+
+class Kept(Protocol):
+    """Where what is compared of loaded texts is kept: :class:`KeptTexts`, or a write
+    transaction's :class:`WrittenTexts`."""
+
+    def get(self, article_id: int, seq: int) -> Compared | None: ...
+
+    def put(self, article_id: int, seq: int, text: Compared) -> None: ...
+
+
 @dataclass
 class Loaded:
     """What was read of some articles under one version, by article id: fingerprints and texts
@@ -98,7 +145,7 @@ class Loaded:
     raw: dict[int, tuple[str, str]] = field(default_factory=dict)  # title, content
     texts: dict[int, Compared] = field(default_factory=dict)
     seqs: dict[int, int] = field(default_factory=dict)
-    kept: KeptTexts = field(default_factory=lambda: KeptTexts(0))
+    kept: Kept = field(default_factory=lambda: KeptTexts(0))
 
     def keep(self, ids: set[int]) -> Loaded:
         """What is loaded of ``ids`` (a new holder, the same ``kept``: the rest is dropped)."""
