@@ -62,6 +62,16 @@ def ingester_with(
     return Ingester(factory, Featurizer(mine, tokenizer), Deduplicator(mine))
 
 
+def stored_sources(
+    ingester: Ingester, factory: sessionmaker[Session], data_dir: Path
+) -> list[dict[str, Any]]:
+    """8 long real articles stored beside 30 short ones, the first model fitted on them."""
+    sources = javaguide_records(data_dir, 8)
+    ingester.ingest_records(sources + csl_records(data_dir, 30))
+    reindex(factory=factory, featurizer=ingester.featurizer)
+    return sources
+
+
 def recluster(factory: sessionmaker[Session], ingester: Ingester) -> dict[str, tuple[str, int]]:
     with transaction(factory) as session:
         begin_write(session=session)
@@ -78,10 +88,8 @@ def test_a_bulk_ingest_compares_each_stored_canonical_once(
     compared_from_sql: list[tuple[str, str]],  # noqa: F811
     mb: int,
 ) -> None:
-    sources = javaguide_records(data_dir, 8)
     ingester = ingester_with(settings, tokenizer, factory, mb)
-    ingester.ingest_records(sources + csl_records(data_dir, 30))
-    reindex(factory=factory, featurizer=ingester.featurizer)  # the first model
+    sources = stored_sources(ingester, factory, data_dir)
     compared_from_sql.clear()
     ingester.ingest_records(reposts_of(sources))  # 3 batches
     heads = {i: c for i, (c, _) in clusters(factory).items()}
@@ -148,10 +156,8 @@ def test_a_batch_reads_what_its_decisions_need_at_once(
     """A batch of 24 reposts of 8 stored articles, and 40 other new articles: the fingerprints
     and texts of the candidates, and their ranks, come in one read each for the batch (a
     decision each read them before), with the clusters a full recluster makes."""
-    sources = javaguide_records(data_dir, 8)
     ingester = ingester_with(settings, tokenizer, factory, 128)
-    ingester.ingest_records(sources + csl_records(data_dir, 30))
-    reindex(factory=factory, featurizer=ingester.featurizer)
+    sources = stored_sources(ingester, factory, data_dir)
     reads: list[str] = []
 
     def counted(name: str, fn: Any) -> Any:
@@ -182,10 +188,8 @@ def test_what_a_rolled_back_write_compared_of_its_own_texts_is_not_kept(
     """A write's ``seq`` that rolls back is given to the next write, which may store another
     text under it: what the failed write compared of its own (uncommitted) texts must not be
     kept; what it compared of committed texts may be. A committed write keeps its own."""
-    sources = javaguide_records(data_dir, 8)
     ingester = ingester_with(settings, tokenizer, factory, 128)
-    ingester.ingest_records(sources + csl_records(data_dir, 30))
-    reindex(factory=factory, featurizer=ingester.featurizer)
+    sources = stored_sources(ingester, factory, data_dir)
     with transaction(factory) as session:
         committed = read_state(session=session).seq
 
