@@ -206,6 +206,11 @@ class Deduplicator:
         plan = self._ruled_plan(session, version, index, named, set(), kept, moved=False)
         return self._write_active(session, plan, state.seq, index)
 
+    def leader_texts(self) -> KeptTexts:
+        """A store for what a leader pass compares (``reindex.kept_compared_mb``): a reindex
+        makes it before its pass 1, which fills it (``pipeline.reindex_run``)."""
+        return KeptTexts(self.kept_bytes)
+
     def _writing(self, seq: int) -> Kept:
         """The kept texts as this thread's write transaction of ``seq`` sees them: what it
         compares of texts it wrote is kept when :meth:`pending` sees it commit (outside
@@ -362,7 +367,7 @@ class Deduplicator:
             ids, fps = rank_order(
                 ids, fps, lambda part: published(session=session, article_ids=part)
             )
-        kept = KeptTexts(self.kept_bytes) if kept is None else kept
+        kept = self.leader_texts() if kept is None else kept
         block = BlockTexts(self.judge, reading, version, many, kept)
         extra = index.passage_pairs()
         with reading() as session:

@@ -126,7 +126,7 @@ def reindex_run(
         batch_size,
         progress or QuietProgress(),
         dedup,
-        KeptTexts(dedup.kept_bytes),
+        dedup.leader_texts(),
     )
     try:
         yield run
