@@ -5,9 +5,12 @@ not pair up."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from itertools import combinations, pairwise
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -103,6 +106,66 @@ def test_the_decision_is_symmetric(a: list[str], b: list[str], ta: str, tb: str)
         two.containment,
         two.coverage,
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 400),
+    st.integers(0, 800),
+    st.floats(0.05, 1.0),
+    st.floats(0.05, 1.0),
+    st.floats(0.05, 1.0),
+)
+def test_the_fewest_shared_shingles_that_pass_are_what_decide_says(
+    small: int, more: int, res: float, cont: float, cover: float
+) -> None:
+    # Texts of `small` and `small + more` shingles sharing `c` of them, for every c: decide()
+    # passes exactly from needed() on (none when needed() is past the smaller text), at any
+    # thresholds; verify() gives decide()'s decision there and None below.
+    criterion = NearDupCriterion(8, 0.9, res, cont, cover, min_body_chars=0)
+    large = small + more
+    need = criterion.needed(small, large)
+    a = _Text(np.arange(small, dtype=np.uint64))
+    for c in range(small + 1):
+        b = _Text(np.arange(small - c, small - c + large, dtype=np.uint64))
+        decision = criterion.decide(0, 0, a, b)
+        assert decision.duplicate == (c >= need)
+        assert criterion.verify(0, 0, a, b) == (decision if decision.duplicate else None)
+
+
+@dataclass(frozen=True)
+class _Text:
+    """A compared text of given shingles, with a body long enough for the junk rule."""
+
+    shingles: npt.NDArray[np.uint64]
+    title: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
+    body_chars: int = 1_000
+
+
+def test_verify_gives_decide_s_verdict_on_real_candidate_pairs(data_dir: Path) -> None:
+    # Real texts, their excerpts, digests and edits and unrelated neighbours: verify() is
+    # decide() on every duplicate and None on every other pair, with the merge and without.
+    from recengine.features.neardup import MERGE
+
+    criterion = NearDupCriterion(3, 0.93)
+    texts = [t for _, t in real_texts(data_dir)[:120]]
+    shown = [compared_of("", t) for t in texts]
+    edits = [
+        compared_of("", e)
+        for t, o in zip(texts, texts[1:] + texts[:1], strict=True)
+        for e in (t[: len(t) * 6 // 10], t + o[: len(o) // 3], t[len(t) // 5 :])
+    ]
+    passed = 0
+    for compiled in (True, False):
+        with MERGE.forced(compiled):
+            for k, one in enumerate(shown):
+                for other in [*edits[3 * k : 3 * k + 3], *shown[k + 1 : k + 4]]:
+                    decision = criterion.decide(1, 2, one, other)
+                    passed += decision.duplicate
+                    assert criterion.verify(1, 2, one, other) == (
+                        decision if decision.duplicate else None
+                    )
+    assert passed > 120  # most edits are duplicates: both outcomes were checked
 
 
 def test_junk_pages_with_other_titles_do_not_pair_up() -> None:

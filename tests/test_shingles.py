@@ -94,6 +94,35 @@ def test_the_compiled_merge_counts_what_two_sets_share(
             assert overlap(ha, hb) == expected
 
 
+@settings(deadline=None)
+@given(_HASHES, _HASHES, _HASHES, st.integers(0, 200))
+def test_the_merge_told_what_it_needs_is_exact_up_to_it(
+    both: set[int], x: set[int], y: set[int], need: int
+) -> None:
+    # A count that reaches ``need`` is exact; one that cannot is reported below it, never at or
+    # above (the verification reads nothing else of a pair that fails).
+    a, b = both | x, both | (y - x)
+    ha, hb = (np.array(sorted(s), dtype=np.uint64) for s in (a, b))
+    shared = len(a & b)
+    for got in (shared_count(ha, hb, need), shared_count(hb, ha, need)):
+        assert got == shared if shared >= need else got < need
+    for compiled in (True, False):
+        with MERGE.forced(compiled):
+            got = overlap(ha, hb, need)[0]
+            assert got == shared if shared >= need else got < need
+
+
+def test_the_merge_stops_early_on_a_pair_that_cannot_reach_what_it_needs() -> None:
+    # Not a timing: the count it returns shows where it stopped. Two sets of 4,000 sharing
+    # only their last 200 hashes cannot reach 3,000 once fewer than 3,000 hashes are left, long
+    # before the merge meets what they share.
+    a = np.arange(0, 8_000, 2, dtype=np.uint64)
+    b = np.concatenate([np.arange(1, 7_600, 2, dtype=np.uint64), a[-200:]])
+    assert shared_count(a, b) == shared_count(a, b, 200) == 200
+    assert shared_count(a, b, 3_000) == 0  # stopped before the shared tail
+    assert shared_count(a, b, 10_000) == 0  # beyond the smaller set: not merged at all
+
+
 def test_the_compiled_merge_on_real_texts_and_their_edits(data_dir: Path) -> None:
     from tests.test_tokenize_backends import real_texts
 

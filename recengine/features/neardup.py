@@ -35,9 +35,11 @@ texts are not at hand) get the vectors' cosine ``>= min_cosine`` (0.93) within t
 
 :meth:`NearDupCriterion.decide` is the one decision on texts, and every caller goes through
 it: the clusters of ingest, reindex and the Spark engine (``pipeline.judging``,
-``pipeline.clustering``) directly; the duplicates API and related-article suppression through
-:meth:`NearDupCriterion.judge`, which adds the vectors' cosine and shared terms they show (and
-decides on the cosine when texts are missing).
+``pipeline.clustering``) and the suppression of copies in related lists through
+:meth:`NearDupCriterion.verify` (its verdict on duplicates only, which lets a pair that fails
+stop counting early); the duplicates API through :meth:`NearDupCriterion.judge`, which adds
+the vectors' cosine and shared terms they show (and decides on the cosine when texts are
+missing).
 """
 
 from __future__ import annotations
@@ -258,8 +260,52 @@ class NearDupCriterion:
     def decide(self, fp_a: int, fp_b: int, text_a: Compared, text_b: Compared) -> Decision:
         """:meth:`judge` on the texts, without the vectors: the same decision, distance and
         score (the texts decide whenever both are given)."""
-        distance = hamming(int(fp_a), int(fp_b))
         common, small, large = overlap(text_a.shingles, text_b.shingles)
+        return self._decision(hamming(int(fp_a), int(fp_b)), common, small, large, text_a, text_b)
+
+    def verify(self, fp_a: int, fp_b: int, text_a: Compared, text_b: Compared) -> Decision | None:
+        """:meth:`decide` when the pair is a duplicate, None when it is not: the same verdict
+        for what builds clusters and suppresses copies, which reads nothing of a pair that
+        fails. Cheaper for the pairs that fail (nearly all the candidates a verification is
+        given): texts whose sizes no shared count could make pass are not compared at all
+        (the larger over ~2.9x the smaller, at the default thresholds), and the count of the
+        others stops once it cannot reach :meth:`needed`."""
+        small, large = sorted((len(text_a.shingles), len(text_b.shingles)))
+        need = self.needed(small, large)
+        if need > small:
+            return None
+        common, _, _ = overlap(text_a.shingles, text_b.shingles, need)
+        if common < need:
+            return None
+        d = self._decision(hamming(int(fp_a), int(fp_b)), common, small, large, text_a, text_b)
+        return d if d.duplicate else None
+
+    def needed(self, small: int, large: int) -> int:
+        """The fewest shared shingles with which texts of ``small <= large`` shingles pass a
+        rule (resemblance, or containment with coverage; the junk rule may still refuse them),
+        ``small + 1`` when no count does. Found with the very comparisons :meth:`decide`
+        makes (each grows with the count), so that a count below it fails there too."""
+        if not small or not self._passes(small, small, large):
+            return small + 1
+        r, c, v = self.min_resemblance, self.min_containment, self.min_coverage
+        guess = min(r * (small + large) / (1 + r), max(c * small, v * large))
+        need = min(small, max(0, int(guess)))
+        while need > 0 and self._passes(need - 1, small, large):
+            need -= 1
+        while not self._passes(need, small, large):
+            need += 1
+        return need
+
+    def _passes(self, common: int, small: int, large: int) -> bool:
+        """Whether ``common`` shared shingles of texts of ``0 < small <= large`` shingles pass
+        a rule: :meth:`_decision`'s comparisons, on the same expressions."""
+        return common / (small + large - common) >= self.min_resemblance or (
+            common / small >= self.min_containment and common / large >= self.min_coverage
+        )
+
+    def _decision(
+        self, distance: int, common: int, small: int, large: int, a: Compared, b: Compared
+    ) -> Decision:
         res = common / (small + large - common) if small else 0.0
         cont = common / small if small else 0.0
         cover = common / large if large else 0.0
@@ -268,7 +314,7 @@ class NearDupCriterion:
             rule = "resemblance"
         elif cont >= self.min_containment and cover >= self.min_coverage:
             rule = "containment"
-        if rule and not self._bodies_speak(text_a, text_b):
+        if rule and not self._bodies_speak(a, b):
             rule = ""
         score = cont if rule == "containment" else res
         return Decision(bool(rule), distance, score, res, rule, cont, cover)
@@ -293,8 +339,10 @@ _SPARSE = 16  # one set this many times smaller than the other: looked up too
 MERGE = Rental("recengine.features.merge_kernel", price=20_000_000, at_once=20_000_000)
 
 
-def overlap(a: U64, b: U64) -> tuple[int, int, int]:
-    """``(|a & b|, min(|a|, |b|), max(|a|, |b|))`` of two sorted arrays of distinct hashes."""
+def overlap(a: U64, b: U64, need: int = 0) -> tuple[int, int, int]:
+    """``(|a & b|, min(|a|, |b|), max(|a|, |b|))`` of two sorted arrays of distinct hashes.
+    With ``need``, the first is exact only when it is ``>= need``, and otherwise some count
+    below it (the compiled merge stops early: ``merge_kernel.shared_count``)."""
     if len(a) > len(b):
         a, b = b, a
     if not len(a):
@@ -302,7 +350,7 @@ def overlap(a: U64, b: U64) -> tuple[int, int, int]:
     if len(a) >= _MERGED and len(b) < _SPARSE * len(a):
         kernels = MERGE.kernels(len(a))
         if kernels is not None:
-            return int(kernels.shared_count(a, b)), len(a), len(b)
+            return int(kernels.shared_count(a, b, need)), len(a), len(b)
     # Both sorted and distinct: look each of the smaller set up in the larger (no re-sort).
     at = np.minimum(np.searchsorted(b, a), len(b) - 1)
     return int(np.count_nonzero(b[at] == a)), len(a), len(b)

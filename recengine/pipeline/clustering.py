@@ -114,13 +114,12 @@ def verify_pairs(
     given, see :meth:`NearDupCriterion.judge`)."""
     edges = []
     for x, y in zip(a.tolist(), b.tolist(), strict=True):
+        v: Decision | Verdict | None
         if texts is not None:
-            v: Decision | Verdict = criterion.decide(
-                fingerprints[x], fingerprints[y], texts[x], texts[y]
-            )
+            v = criterion.verify(fingerprints[x], fingerprints[y], texts[x], texts[y])
         else:
             v = criterion.judge(fingerprints[x], vectors[x], fingerprints[y], vectors[y])
-        if v.duplicate:
+        if v is not None and v.duplicate:
             edges.append(Edge(x, y, v.distance, v.score, v.rule))
     return edges
 

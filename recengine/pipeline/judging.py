@@ -230,11 +230,15 @@ class PairJudge:
         return self.criterion.decide(fps[a], fps[b], ta, tb)
 
     def edge(self, x: int, c: int, loaded: Loaded) -> Edge | None:
-        """The verified edge of two loaded articles, or None (not duplicates, or unknown)."""
-        v = self.decision(x, c, loaded)
-        if v is None or not v.duplicate:
+        """The verified edge of two loaded articles, or None (not duplicates, or unknown):
+        :meth:`decision`'s verdict, by the criterion's cheaper ``verify`` (nothing of a pair
+        that fails is needed here)."""
+        fps = loaded.fps
+        if x not in fps or c not in fps:
             return None
-        return Edge(min(x, c), max(x, c), v.distance, v.score, v.rule)
+        tx, tc = loaded.compared(x, self.compared), loaded.compared(c, self.compared)
+        v = self.criterion.verify(fps[x], fps[c], tx, tc)
+        return None if v is None else Edge(min(x, c), max(x, c), v.distance, v.score, v.rule)
 
 
 class TransactionJudging:

@@ -183,8 +183,8 @@ class DuplicateCriterion:
         others.texts.want(others.ids[close].tolist())
         for j in close:
             own = text() if own is None else own
-            decision = self.judge.decide(fingerprint, int(prints[j]), own, others.compared(j))
-            if decision.duplicate:
+            decision = self.judge.verify(fingerprint, int(prints[j]), own, others.compared(j))
+            if decision is not None:
                 dup[j], rules[j], scores[j] = True, decision.rule, decision.score
         return Matches(dup, distance, same, cosines, rules, scores)
 
