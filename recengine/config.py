@@ -226,6 +226,7 @@ class ReindexSettings(_Section):
     batch_size: int = Field(default=1_000, ge=1, le=100_000)
     refit_drift: float = Field(default=0.1, ge=0.0, le=10.0)
     kept_compared_mb: int = Field(default=256, ge=0, le=1_000_000)
+    spill_compared: bool = True
 
 
 class SparkSettings(_Section):

@@ -6,7 +6,7 @@ cleaned again for it; a seed that does not fit SQL is rebuilt, never trusted."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -368,13 +368,23 @@ def test_pass_1_hands_what_is_compared_to_the_leader_pass(
     featurizer: Featurizer,
     data_dir: Path,
     compared_from_sql: list[tuple[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
     workers: int,
 ) -> None:
     """What a full reindex's pass 1 cleans for the tokens also gives what the leader pass
-    compares, within ``reindex.kept_compared_mb``: the leader pass then reads and cleans no
-    text again, past the budget it does for the rest, and the clusters are the same either
-    way (excerpts and digests with their sources)."""
+    compares: in memory within ``reindex.kept_compared_mb``, spilled to disk past it
+    (``pipeline.spill``). The leader pass then reads and cleans no text again; without the
+    spill it does for the texts past the budget. The clusters are the same every way
+    (excerpts and digests with their sources), and no spill file outlives its reindex."""
     records = real_corpus(data_dir)
+    on_workers: list[tuple[str, str]] = []  # what the leader pass has the pool compare
+    compared_many = AnalysisPool.compared_many
+
+    def counted(pool: AnalysisPool, items: Sequence[tuple[str, str]]) -> list[Compared]:
+        on_workers.extend(items)
+        return compared_many(pool, items)
+
+    monkeypatch.setattr(AnalysisPool, "compared_many", counted)
     Ingester(factory, featurizer).ingest_records(records)
     reindex(factory=factory, featurizer=featurizer)  # 256 MB: the whole corpus
     assert compared_from_sql == []
@@ -382,15 +392,18 @@ def test_pass_1_hands_what_is_compared_to_the_leader_pass(
     copies = [(c["id"], c["id"].split("-", 1)[1]) for c in partial_copies(records[:8])]
     head = {i: whole.get(i, (i,))[0] for i in (r["id"] for r in records)}
     assert all(head[c] == head[s] for c, s in copies)
-    read_again = []
-    for mb in (0, 1):  # nothing kept; a part of the first page of 16 long articles
-        small = settings.model_copy(
-            update={"reindex": settings.reindex.model_copy(update={"kept_compared_mb": mb})}
-        )
+    read_again = {}
+    # nothing kept in memory; a part of the first page of 16 long articles; each with the
+    # rest spilled and without
+    for mb, spill in ((0, False), (1, False), (0, True), (1, True)):
+        change = {"kept_compared_mb": mb, "spill_compared": spill}
+        small = settings.model_copy(update={"reindex": settings.reindex.model_copy(update=change)})
         compared_from_sql.clear()
+        on_workers.clear()
         with AnalysisPool(small, workers=workers) as pool:
             reindex(factory=factory, featurizer=Featurizer(small), pool=pool, batch_size=16)
         assert clusters(factory) == whole
-        read_again.append(len(compared_from_sql))
-    if workers == 1:  # with two, the leader pass compares on the workers, unseen here
-        assert read_again[0] > read_again[1] > 0
+        assert list((settings.data_dir / "reindex").glob("compared-*")) == []
+        read_again[mb, spill] = len(compared_from_sql) + len(on_workers)
+    assert read_again[0, False] > read_again[1, False] > 0
+    assert read_again[0, True] == read_again[1, True] == 0

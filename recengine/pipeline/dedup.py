@@ -297,7 +297,7 @@ class Deduplicator:
         version: int,
         index: Candidates,
         many: CompareMany | None = None,
-        kept: KeptTexts | None = None,
+        kept: Kept | None = None,
     ) -> int:
         """Every cluster of ``version`` by a full recluster of ``index``, read and written in
         short transactions (a reindex, before its switch: readers do not see the version yet).
@@ -355,7 +355,7 @@ class Deduplicator:
         index: Candidates,
         version: int,
         many: CompareMany | None = None,
-        kept: KeptTexts | None = None,
+        kept: Kept | None = None,
     ) -> list[MemberRow]:
         """Every cluster of ``index`` by :func:`leader_blocks`: the articles in rank order, each
         decided against the canonicals in its reach (the radius index's articles, with the

@@ -276,7 +276,7 @@ class BlockTexts:
         reading: Reading,
         version: int,
         many: CompareMany | None = None,
-        kept: KeptTexts | None = None,
+        kept: Kept | None = None,
     ) -> None:
         self.judge, self.reading, self.version, self.many = judge, reading, version, many
         self.loaded = Loaded(kept=KeptTexts(0) if kept is None else kept)

@@ -38,8 +38,14 @@ from recengine.config import Settings
 from recengine.errors import RecengineError
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.featurize import Analyzed, FeatureRow, Featurizer, TextAnalysis, TextStats
+from recengine.pipeline.reindex_job import (
+    Asked,
+    ModelFile,
+    Spooled,
+    features_of_record,
+    spool_batch,
+)
 from recengine.pipeline.reindex_job import Item as Item
-from recengine.pipeline.reindex_job import ModelFile, Spooled, features_of_record, spool_batch
 from recengine.text.compare import Compared
 from recengine.text.tokenize import build_tokenizer
 
@@ -148,9 +154,10 @@ class AnalysisPool:
         finally:
             file.path.unlink(missing_ok=True)
 
-    def spool_batches(self, batches: Iterable[tuple[Sequence[Item], bool]]) -> Iterator[Spooled]:
+    def spool_batches(self, batches: Iterable[tuple[Sequence[Item], Asked]]) -> Iterator[Spooled]:
         """Per batch of ``(id, title, content)``, its spool record (:class:`Spooled`, with what
-        is compared of its texts when the batch's flag asks for it), in input order; like
+        is compared of its texts when the batch asks for it: returned or spilled to a file of
+        the worker's, ``reindex_job.spool_batch``), in input order; like
         :meth:`analyze_batches`, with the pickling and the document-frequency count done by
         the workers."""
         if not self.parallel:
@@ -295,7 +302,7 @@ def _analyze_batch(batch: Sequence[Item]) -> list[tuple[int, TextStats]]:
     return _pairs(_this_worker(), batch)
 
 
-def _spool_batch(task: tuple[Sequence[Item], bool]) -> Spooled:
+def _spool_batch(task: tuple[Sequence[Item], Asked]) -> Spooled:
     batch, compare = task
     return spool_batch(_this_worker(), batch, compare)
 

@@ -42,7 +42,7 @@ from recengine.pipeline.checkpoints import checkpoint
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import Featurizer, model_params
 from recengine.pipeline.parallel import AnalysisPool, Item
-from recengine.pipeline.reindex_job import JobRecord, spooled_passages
+from recengine.pipeline.reindex_job import Asked, JobRecord, spooled_passages
 from recengine.pipeline.reindex_run import ReindexRun, reindex_run
 from recengine.pipeline.switch import Seed
 from recengine.pipeline.versions import (
@@ -194,9 +194,13 @@ def _pass1(run: ReindexRun) -> IdfModel:
             df.update(record.df)
             n_docs += record.n_docs
             run.jobs.append_payload(spool, record.payload)
-            keys = asked.popleft()
-            for (i, seq), text in zip(keys or [], record.compared or [], strict=True):
-                run.kept.put(i, seq, text)
+            keys = asked.popleft() or []
+            if record.compared is not None:
+                for (i, seq), text in zip(keys, record.compared, strict=True):
+                    run.kept.put(i, seq, text)
+            if record.spilled is not None:
+                path, where = record.spilled
+                run.kept.add(path, keys, where)
             run.progress.update(record.n_docs)
             checkpoint("tokenized")
     return IdfModel(n_docs=n_docs, df=dict(df))
@@ -206,17 +210,25 @@ def _asking(
     run: ReindexRun,
     pages: Iterator[list[tuple[int, str, str, int]]],
     asked: deque[list[tuple[int, int]] | None],
-) -> Iterator[tuple[list[Item], bool]]:
-    """The pages as pool tasks, the first ones asking for what is compared of their texts too
-    (the leader pass verifies most articles of a corpus whose candidates crowd), until their
-    shingles would fill ``run.kept``'s budget: about 8 bytes per character of title and
-    content, an overestimate (markup and whitespace make none). ``asked`` gets, per page in
-    order, the ``(id, seq)`` of its articles when it asked, else None."""
+) -> Iterator[tuple[list[Item], Asked]]:
+    """The pages as pool tasks asking for what is compared of their texts too (the leader
+    pass verifies most articles of a corpus whose candidates crowd): returned for the pages
+    whose shingles fit what is left of ``run.kept``'s budget (about 8 bytes per character of
+    title and content, an overestimate: markup and whitespace make none), spilled to the job
+    directory for the others (``pipeline.spill``); with ``reindex.spill_compared`` off,
+    returned until the budget is spent (the last page's texts that overflow it are dropped).
+    ``asked`` gets, per page in order, the ``(id, seq)`` of its articles when it asked, else
+    None."""
     budget = run.kept.budget
+    spilling = run.featurizer.settings.reindex.spill_compared
     for page in pages:
-        compare = budget > 0
-        if compare:
-            budget -= sum(8 * (len(title) + len(content)) for _, title, content, _ in page)
+        compare: Asked = False
+        cost = sum(8 * (len(title) + len(content)) for _, title, content, _ in page)
+        if cost <= budget or (budget > 0 and not spilling):  # a page that fits, or what may
+            compare = True
+            budget -= cost
+        elif spilling:
+            compare = run.jobs.path
         asked.append([(i, seq) for i, _, _, seq in page] if compare else None)
         yield [(i, title, content) for i, title, content, _ in page], compare
 

@@ -44,6 +44,7 @@ from recengine.features.tfidf import IdfModel
 from recengine.files import atomic_write, fsync_dir, remove_temporaries
 from recengine.index.passages import HashArray, Packed, passage_rows
 from recengine.pipeline.featurize import Analyzed, FeatureRow, Featurizer
+from recengine.pipeline.spill import Where, remove_spills, spill
 from recengine.text.compare import Compared
 
 # 2: spool records are SpoolBatch (term counts as one matrix per batch); 3: with passages
@@ -64,6 +65,9 @@ class SpoolBatch(NamedTuple):
 Batch = SpoolBatch
 # (article id, title, content): what reindex reads from SQL.
 Item = tuple[int, str, str]
+# What a page of pass 1 asks of its texts beside the spool record: nothing (False), what is
+# compared of them returned (True) or spilled into a folder (``pipeline.spill``).
+Asked = bool | Path
 
 
 @dataclass(frozen=True)
@@ -76,18 +80,28 @@ class Spooled:
         n_docs: articles in the batch.
         df: the batch's document frequencies, term -> articles containing it.
         compared: what the near-duplicate decision compares of each text, in order, when the
-            parent asked for it (not spooled: handed to the leader pass, ``judging.KeptTexts``).
+            parent asked for it in memory (not spooled: handed to the leader pass,
+            ``judging.KeptTexts``).
+        spilled: where the same lies on disk, when the parent asked for it spilled
+            (``pipeline.spill``: the file's path, and each text's place in it, in order).
     """
 
     payload: bytes
     n_docs: int
     df: dict[str, int]
     compared: list[Compared] | None = None
+    spilled: tuple[str, list[Where]] | None = None
 
     @classmethod
-    def of(cls, batch: SpoolBatch, compared: list[Compared] | None = None) -> Spooled:
+    def of(
+        cls,
+        batch: SpoolBatch,
+        compared: list[Compared] | None = None,
+        spilled: tuple[str, list[Where]] | None = None,
+    ) -> Spooled:
         payload = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
-        return cls(payload, len(batch.ids), batch.analyzed.counts.doc_frequencies(), compared)
+        df = batch.analyzed.counts.doc_frequencies()
+        return cls(payload, len(batch.ids), df, compared, spilled)
 
 
 def features_of_record(
@@ -103,13 +117,24 @@ def features_of_record(
     return len(batch.ids), list(zip((batch.ids[k] for k in todo), rows, strict=True))
 
 
-def spool_batch(featurizer: Featurizer, batch: Sequence[Item], compare: bool = False) -> Spooled:
+def spool_batch(featurizer: Featurizer, batch: Sequence[Item], compare: Asked = False) -> Spooled:
     """The spool record of ``(id, title, content)`` items: ids, text hashes, term counts and
     passage hashes, each text cleaned once (``Featurizer.analyze_texts``); with ``compare``,
-    what the near-duplicate decision compares of each text too, from the same cleaning."""
+    what the near-duplicate decision compares of each text too, from the same cleaning:
+    returned (``True``), or spilled to a file of this process in the folder it names
+    (``pipeline.spill``; nothing when the disk refuses it: the leader pass computes those
+    texts again)."""
     done = featurizer.analyze_texts([(title, content) for _, title, content in batch])
     record = SpoolBatch([i for i, _, _ in batch], done.analyzed, passage_rows(done.passages))
-    return Spooled.of(record, [p.compared() for p in done.points] if compare else None)
+    if compare is False:
+        return Spooled.of(record)
+    texts = [p.compared() for p in done.points]
+    if compare is True:
+        return Spooled.of(record, texts)
+    try:
+        return Spooled.of(record, spilled=spill(compare, texts))
+    except OSError:
+        return Spooled.of(record)
 
 
 def spooled_passages(batches: Iterable[SpoolBatch]) -> Iterator[Packed]:
@@ -212,10 +237,12 @@ class JobDir:
             json.dump(asdict(job), handle, ensure_ascii=False, sort_keys=True)
 
     def clear(self) -> None:
-        """Forget the job: spool first, then the job file (a job without spool restarts)."""
+        """Forget the job: spool first, then the job file (a job without spool restarts);
+        the spilled texts of any run (``pipeline.spill``) with them."""
         for path in (self.spool_path, self.job_path):
             path.unlink(missing_ok=True)
         if self.path.exists():
+            remove_spills(self.path)
             remove_temporaries(self.path)
             fsync_dir(self.path)
 

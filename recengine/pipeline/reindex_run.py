@@ -28,9 +28,9 @@ from recengine.features.tfidf import IdfModel
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.dense import fit_dense
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.judging import KeptTexts
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex_job import JobDir
+from recengine.pipeline.spill import SpilledTexts
 from recengine.pipeline.switch import Clusters, Seed, Switch, switch_to
 from recengine.pipeline.versions import (
     Progress,
@@ -51,9 +51,10 @@ class ReindexRun:
     batch_size: int
     progress: Progress
     dedup: Deduplicator
-    # what is compared of texts the leader pass will verify, kept from pass 1 on (its budget:
-    # reindex.kept_compared_mb), so the leader pass neither reads nor cleans them again
-    kept: KeptTexts
+    # what is compared of texts the leader pass will verify, kept from pass 1 on (in memory
+    # within reindex.kept_compared_mb, spilled to disk past it: pipeline.spill), so the leader
+    # pass neither reads nor cleans them again
+    kept: SpilledTexts
     version: int | None = None  # the new model's, once saved (to report an interrupt right)
 
     def finish(
@@ -126,7 +127,7 @@ def reindex_run(
         batch_size,
         progress or QuietProgress(),
         dedup,
-        dedup.leader_texts(),
+        SpilledTexts(dedup.leader_texts(), jobs.path),
     )
     try:
         yield run
@@ -136,4 +137,5 @@ def reindex_run(
     finally:
         if own_pool:
             run.pool.close()
+        run.kept.close()  # after the workers: none writes a spill file any more
         jobs.unlock()
