@@ -85,8 +85,10 @@ def test_both_paths_agree_on_any_words(texts: list[list[str]]) -> None:
         with COUNTING.forced(compiled):
             results.append(as_dicts(vocabulary.count(texts)))
     expected = [
-        {t: sum(1 for w in words if w not in dropped and w.lower() == t)
-         for t in {w.lower() for w in words if w not in dropped}}
+        {
+            t: sum(1 for w in words if w not in dropped and w.lower() == t)
+            for t in {w.lower() for w in words if w not in dropped}
+        }
         for words in texts
     ]
     assert results[0] == results[1] == expected

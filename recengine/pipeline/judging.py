@@ -92,7 +92,6 @@ class KeptTexts:
                 _, dropped = self._texts.popitem(last=False)
                 self._bytes -= _size(dropped)
 
-
     def writing(self, seq: int) -> WrittenTexts:
         """This store as a write transaction of ``seq`` sees it (see :class:`WrittenTexts`)."""
         return WrittenTexts(self, seq)
