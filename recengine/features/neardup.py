@@ -297,23 +297,24 @@ class NearDupCriterion:
         return need
 
     def _passes(self, common: int, small: int, large: int) -> bool:
-        """Whether ``common`` shared shingles of texts of ``0 < small <= large`` shingles pass
-        a rule: :meth:`_decision`'s comparisons, on the same expressions."""
-        return common / (small + large - common) >= self.min_resemblance or (
-            common / small >= self.min_containment and common / large >= self.min_coverage
-        )
+        """Whether ``common`` shared shingles of texts of ``small <= large`` shingles pass a
+        rule (before the junk rule)."""
+        return bool(self._rule(*_measures(common, small, large)))
+
+    def _rule(self, res: float, cont: float, cover: float) -> str:
+        """The rule that resemblance ``res``, containment ``cont`` and coverage ``cover``
+        pass, ``""`` for none: the one place the thresholds are compared."""
+        if res >= self.min_resemblance:
+            return "resemblance"
+        if cont >= self.min_containment and cover >= self.min_coverage:
+            return "containment"
+        return ""
 
     def _decision(
         self, distance: int, common: int, small: int, large: int, a: Compared, b: Compared
     ) -> Decision:
-        res = common / (small + large - common) if small else 0.0
-        cont = common / small if small else 0.0
-        cover = common / large if large else 0.0
-        rule = ""
-        if res >= self.min_resemblance:
-            rule = "resemblance"
-        elif cont >= self.min_containment and cover >= self.min_coverage:
-            rule = "containment"
+        res, cont, cover = _measures(common, small, large)
+        rule = self._rule(res, cont, cover)
         if rule and not self._bodies_speak(a, b):
             rule = ""
         score = cont if rule == "containment" else res
@@ -325,6 +326,15 @@ class NearDupCriterion:
             return True
         common, small, _ = overlap(a.title, b.title)
         return small > 0 and common / small >= self.min_title_containment
+
+
+def _measures(common: int, small: int, large: int) -> tuple[float, float, float]:
+    """Resemblance, containment and coverage of texts of ``small <= large`` shingles sharing
+    ``common`` (0 for an empty text)."""
+    res = common / (small + large - common) if small else 0.0
+    cont = common / small if small else 0.0
+    cover = common / large if large else 0.0
+    return res, cont, cover
 
 
 _MERGED = 64  # smaller sets than this are looked up (no call into compiled code)

@@ -222,22 +222,24 @@ class PairJudge:
         """The criterion's decision on two loaded articles' texts (every clustering path has
         them: the vectors' cosine is not computed); None when either has no features under
         the version."""
-        fps = loaded.fps
-        if a not in fps or b not in fps:
-            return None
-        ta, tb = loaded.compared(a, self.compared), loaded.compared(b, self.compared)
-        return self.criterion.decide(fps[a], fps[b], ta, tb)
+        pair = self._pair(a, b, loaded)
+        return None if pair is None else self.criterion.decide(*pair)
 
     def edge(self, x: int, c: int, loaded: Loaded) -> Edge | None:
         """The verified edge of two loaded articles, or None (not duplicates, or unknown):
         :meth:`decision`'s verdict, by the criterion's cheaper ``verify`` (nothing of a pair
         that fails is needed here)."""
-        fps = loaded.fps
-        if x not in fps or c not in fps:
-            return None
-        tx, tc = loaded.compared(x, self.compared), loaded.compared(c, self.compared)
-        v = self.criterion.verify(fps[x], fps[c], tx, tc)
+        pair = self._pair(x, c, loaded)
+        v = None if pair is None else self.criterion.verify(*pair)
         return None if v is None else Edge(min(x, c), max(x, c), v.distance, v.score, v.rule)
+
+    def _pair(self, a: int, b: int, loaded: Loaded) -> tuple[int, int, Compared, Compared] | None:
+        """Both articles' fingerprints and compared texts, None when either has no features
+        under the version."""
+        fps = loaded.fps
+        if a not in fps or b not in fps:
+            return None
+        return fps[a], fps[b], loaded.compared(a, self.compared), loaded.compared(b, self.compared)
 
 
 class TransactionJudging:

@@ -224,7 +224,8 @@ def _asking(
     for page in pages:
         compare: Asked = False
         cost = sum(8 * (len(title) + len(content)) for _, title, content, _ in page)
-        if cost <= budget or (budget > 0 and not spilling):  # a page that fits, or what may
+        # in memory: a page that fits, or (nothing spilled) one while any budget is left
+        if cost <= budget or (budget > 0 and not spilling):
             compare = True
             budget -= cost
         elif spilling:

@@ -99,9 +99,6 @@ class SpilledTexts:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __len__(self) -> int:
-        return len(self.kept) + len(self._where)
-
     def add(self, path: str, keys: Sequence[tuple[int, int]], where: Sequence[Where]) -> None:
         """Record that the texts of ``keys`` (``(article id, seq)``) lie in ``path`` as
         :func:`spill` wrote them."""
