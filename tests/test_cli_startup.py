@@ -1,5 +1,6 @@
 """Start-up: `recengine --help` imports no heavy library, a command's `--help` reads no
-settings, and the listed one-line help is each command's own."""
+settings, the listed one-line help is each command's own, and a reindex's pool worker loads
+only what analysing text needs."""
 
 from __future__ import annotations
 
@@ -25,6 +26,17 @@ try:
 except SystemExit:
     pass
 print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+# What a spawned pool worker runs before its first task: the module of the pool's functions,
+# then its initializer.
+WORKER = """
+import json, sys
+from recengine.config import load_settings
+from recengine.pipeline import parallel
+parallel._init_worker(load_settings())
+print(json.dumps(sorted(sys.modules)))
 """
 
 
@@ -67,3 +79,14 @@ def test_listed_help_is_each_commands_own(limit: int) -> None:
         assert command is not None
         assert listed[name] == command.get_short_help_str(limit), name
     assert sorted(main.list_commands(ctx)) == sorted(COMMANDS)
+
+
+def test_a_pool_worker_loads_no_database_or_index_library() -> None:
+    """Every reindex and bulk ingest starts its workers anew: SQLAlchemy and FAISS cost a
+    worker ~0.3 s of its ~0.6 s start (half of it imports), and a worker never uses them."""
+    done = subprocess.run([sys.executable, "-c", WORKER], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    modules = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "rjieba" in modules and "recengine.pipeline.featurize" in modules
+    unused = ("sqlalchemy", "faiss", "scipy", "numba", "flask", "alembic")
+    assert [m for m in modules if m.split(".")[0] in unused] == []

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import faiss
 import numpy as np
 import numpy.typing as npt
 
@@ -317,6 +316,10 @@ class NearDupIndex:
     def _build(self, ids: IdArray, fps: FpArray) -> None:
         self._layout = self._forced or choose_layout(self.k, len(ids))
         self._layout_n = len(ids)
+        # imported here: a process that reads only this module's types (a pool worker making
+        # passage rows) does not load FAISS
+        import faiss
+
         index = faiss.IndexBinaryMultiHash(64, self._layout.nhash, self._layout.b)
         index.nflip = self._layout.nflip
         self._faiss = index

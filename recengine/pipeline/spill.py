@@ -27,12 +27,14 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from recengine.pipeline.judging import KeptTexts
 from recengine.text.compare import Compared
+
+if TYPE_CHECKING:  # not at run time: pool workers spill, and judging imports SQLAlchemy
+    from recengine.pipeline.judging import KeptTexts
 
 PREFIX = "compared-"
 
