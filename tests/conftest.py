@@ -7,6 +7,7 @@ skipped, so a missing server can never pass silently. ``pytest -m "not postgres"
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from collections.abc import Iterator
@@ -49,12 +50,19 @@ def _loaded_templates() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def tokenizers() -> dict[str, Tokenizer]:
     """One tokenizer per backend for the whole run (a dictionary load takes about a second)."""
-    return {b: build_tokenizer(TokenizerSettings(backend=b)) for b in ("rjieba", "jieba")}
+    return {b: _tokenizer_of(b) for b in ("rjieba", "jieba")}
 
 
 @pytest.fixture(scope="session")
-def tokenizer(tokenizers: dict[str, Tokenizer]) -> Tokenizer:
-    return tokenizers["rjieba"]
+def tokenizer() -> Tokenizer:
+    return _tokenizer_of("rjieba")
+
+
+@functools.cache
+def _tokenizer_of(backend: str) -> Tokenizer:
+    """Built when a test first needs it: pure-Python jieba costs ~2.5 s of a test process's
+    start (import and dictionary), and only the backends' comparison uses it."""
+    return build_tokenizer(TokenizerSettings(backend=backend))
 
 
 def _postgres_server_url() -> str:
