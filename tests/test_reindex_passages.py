@@ -394,16 +394,18 @@ def test_pass_1_hands_what_is_compared_to_the_leader_pass(
     assert all(head[c] == head[s] for c, s in copies)
     read_again = {}
     # nothing kept in memory; a part of the first page of 16 long articles; each with the
-    # rest spilled and without
-    for mb, spill in ((0, False), (1, False), (0, True), (1, True)):
-        change = {"kept_compared_mb": mb, "spill_compared": spill}
-        small = settings.model_copy(update={"reindex": settings.reindex.model_copy(update=change)})
-        compared_from_sql.clear()
-        on_workers.clear()
-        with AnalysisPool(small, workers=workers) as pool:
+    # rest spilled and without (one pool for the four: what its workers do is the same)
+    with AnalysisPool(settings, workers=workers) as pool:
+        for mb, spill in ((0, False), (1, False), (0, True), (1, True)):
+            change = {"kept_compared_mb": mb, "spill_compared": spill}
+            small = settings.model_copy(
+                update={"reindex": settings.reindex.model_copy(update=change)}
+            )
+            compared_from_sql.clear()
+            on_workers.clear()
             reindex(factory=factory, featurizer=Featurizer(small), pool=pool, batch_size=16)
-        assert clusters(factory) == whole
-        assert list((settings.data_dir / "reindex").glob("compared-*")) == []
-        read_again[mb, spill] = len(compared_from_sql) + len(on_workers)
+            assert clusters(factory) == whole
+            assert list((settings.data_dir / "reindex").glob("compared-*")) == []
+            read_again[mb, spill] = len(compared_from_sql) + len(on_workers)
     assert read_again[0, False] > read_again[1, False] > 0
     assert read_again[0, True] == read_again[1, True] == 0
