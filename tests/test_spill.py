@@ -42,6 +42,7 @@ def test_spilled_texts_come_back_as_they_were(tmp_path: Path) -> None:
             assert found.shingles.flags.writeable  # as computed arrays are (compiled kernels)
         assert store.get(1, 11) is None  # changed since pass 1 read it: computed again
         assert store.get(4, 10) is None
+        assert store.get(0, -1) is None  # never spilled, though inside the table (its fill)
 
 
 def test_memory_first_and_the_files_removed_when_closed(tmp_path: Path) -> None:
