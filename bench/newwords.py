@@ -8,10 +8,11 @@ the share is the sum of survivals over the sum of occurrences.
 
 Tokenizers compared: the shipped one (dictionary, HMM off) and the same with the words
 :func:`recengine.text.newwords.discover_words` finds on the corpus (a sample of ``--sample-mb``
-MB of text), each added with jieba-rs's suggested frequency. Also: discovery time and the
-number of words. Shares are given for all names, for names in at least 2 and 5 articles (a
-name in one article only cannot be learned from counts across articles), and for the names
-the dictionary lacks (the ones at risk).
+MB of text) among the strings :func:`recengine.pipeline.newwords.is_new` admits, built as a
+model with those words builds it in every process (``build_tokenizer(settings, words)``).
+Also: discovery time and the number of words. Shares are given for all names, for names in at
+least 2 and 5 articles (a name in one article only cannot be learned from counts across
+articles), and for the names the dictionary lacks (the ones at risk).
 
 Usage: ``python -m bench.newwords [--min-count 5 --min-pmi 4 --min-entropy 1]``
 """
@@ -25,7 +26,8 @@ import time
 from collections import Counter
 
 from bench.corpus import inews_docs
-from recengine.config import load_settings
+from recengine.config import Settings, load_settings
+from recengine.pipeline.newwords import is_new
 from recengine.text.clean import clean
 from recengine.text.newwords import DiscoveryParams, NewWord, discover_words
 from recengine.text.tokenize import Tokenizer, build_tokenizer
@@ -69,21 +71,6 @@ def survival(
     return kept / max(total, 1), len(distinct)
 
 
-def candidates_filter(tok: Tokenizer):  # type: ignore[no-untyped-def]
-    """Not a dictionary word, and the dictionary cuts it with a single character in it."""
-    tags = tok._tags
-
-    def keep(word: str) -> bool:
-        return word not in tags and any(len(p) == 1 for p in tok.backend.cut(word))
-
-    return keep
-
-
-def add_words(tok: Tokenizer, words: list[NewWord]) -> None:
-    for w in sorted(words, key=lambda w: w.word):
-        tok.add_word(w.word, None, "nz")  # backend, tag table and verdict cache together
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--min-count", type=int, default=5)
@@ -112,13 +99,13 @@ def main() -> None:
         budget -= len(t.encode("utf-8"))
     t0 = time.perf_counter()
     params = DiscoveryParams(args.min_count, args.min_pmi, args.min_entropy)
-    words = discover_words(sample, params, keep=candidates_filter(base))
+    words = discover_words(sample, params, keep=lambda word: is_new(base, word))
     elapsed = time.perf_counter() - t0
-    report(base, texts, names, words, elapsed, len(sample), "new words (PMI + entropy)")
+    report(settings, texts, names, words, elapsed, len(sample), "new words (PMI + entropy)")
 
 
 def report(
-    base: Tokenizer,
+    settings: Settings,
     texts: list[str],
     names: list[Counter[str]],
     words: list[NewWord],
@@ -130,8 +117,9 @@ def report(
         f"{label}: discovery on {n_sample} articles: {len(words):,} words in {elapsed:.1f} s; "
         f"first: {' '.join(w.word for w in words[:40])}"
     )
-    add_words(base, words)
-    show(base, texts, names, label)
+    # the tokenizer a model with these words gives every process (pipeline.newwords)
+    tokenizer = build_tokenizer(settings.tokenizer, sorted(w.word for w in words))
+    show(tokenizer, texts, names, label)
 
 
 def show(tok: Tokenizer, texts: list[str], names: list[Counter[str]], label: str) -> None:

@@ -35,7 +35,7 @@ WORKER = """
 import json, sys
 from recengine.config import load_settings
 from recengine.pipeline import parallel
-parallel._init_worker(load_settings())
+parallel._init_worker(load_settings(), ())
 print(json.dumps(sorted(sys.modules)))
 """
 

@@ -23,14 +23,19 @@ from recengine.config import Settings
 from recengine.derived.dense import DenseKind, dense_params
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.dedup import Deduplicator
+from recengine.pipeline.demo_corpus import inews_records
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.reindex import reindex
 from recengine.pipeline.spark.job import SparkInput, spark_reindex
+from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.features import load_model_payload
 from recengine.storage.index_rows import SqlIndexRows
+from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 from recengine.storage.state import read_state
+from recengine.text.tokenize import Tokenizer
+from tests.conftest import make_settings
 from tests.factories import csl_records, javaguide_records, write_jsonl
 from tests.test_passage_candidates import partial_copies
 
@@ -264,3 +269,28 @@ def test_articles_changed_while_spark_runs_are_clustered_like_a_local_run(
     with factory() as session:
         late = session.scalars(select(Article.id).where(Article.external_id.like("late-%")))
         assert set(late) <= {a for a, *_ in after_spark} | {c for _, c, *_ in after_spark}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_spark_and_local_fit_the_same_new_words(
+    spark: Any, tmp_path: Path, database_url: str, tokenizer: Tokenizer
+) -> None:
+    settings = make_settings(tmp_path, database_url, tokenizer={"new_words": True})
+    engine = make_engine(settings.resolved_database_url)
+    upgrade(engine)
+    factory = make_session_factory(engine)
+    featurizer = Featurizer(settings, tokenizer)
+    records = [{**r, "published_at": "2024-01-01T00:00:00Z"} for r in inews_records(limit=400)]
+    local = indexed(factory, featurizer, records)
+    assert len(local[0].words) > 20
+    spark_reindex(
+        spark=spark,
+        factory=factory,
+        featurizer=Featurizer(settings, tokenizer),
+        url=settings.resolved_database_url,
+    )
+    distributed = engine_state(factory)
+    assert distributed[0].words == local[0].words
+    assert_same_results(local, distributed)  # the executors tokenized with the words too
+    engine.dispose()

@@ -97,6 +97,11 @@ class SparseVector:
 EMPTY_VECTOR = SparseVector((), np.zeros(0, np.uint64), np.zeros(0, np.float32))
 
 
+# The first bytes of a model that carries words: no model of the first format starts so (its
+# first 8 bytes are n_docs, and this reads as ~7 x 10^18 documents).
+_WORDS_MAGIC = b"IDFW\x01\x00\x00\x66"
+
+
 @dataclass(frozen=True, eq=False)
 class IdfModel:
     """Document frequencies of a corpus; ``idf`` follows the formula of the module docstring.
@@ -104,10 +109,14 @@ class IdfModel:
     Attributes:
         n_docs: documents the model was fitted on.
         df: term -> number of those documents containing it.
+        words: the words the corpus was tokenized with beside the dictionary (discovered by
+            the reindex that fitted the model, ``pipeline.newwords``; sorted, empty when new-word
+            discovery is off): every text analysed under this model is tokenized with them.
     """
 
     n_docs: int
     df: Mapping[str, int] = field(repr=False)
+    words: tuple[str, ...] = field(default=(), repr=False)
 
     @cached_property
     def unknown_idf(self) -> float:
@@ -130,28 +139,46 @@ class IdfModel:
         return np.fromiter(map(self.idf_table.__getitem__, terms), np.float64, count=len(terms))
 
     def to_bytes(self) -> bytes:
-        """zlib-compressed: ``<u8 n_docs``, ``<u4 terms``, df as ``<u4``, then the terms."""
+        """zlib-compressed: ``<u8 n_docs``, ``<u4 terms``, df as ``<u4``, then the terms; with
+        words, first :data:`_WORDS_MAGIC` and after the terms ``<u4 words`` and the words (a
+        model without words keeps the first format, so its bytes, and a digest of them, are
+        what they were)."""
         terms = sorted(self.df)
         counts = np.fromiter((self.df[t] for t in terms), dtype="<u4", count=len(terms))
-        body = b"".join(
-            (
-                struct.pack("<QI", self.n_docs, len(terms)),
-                counts.tobytes(),
-                "\n".join(terms).encode("utf-8"),
-            )
-        )
-        return zlib.compress(body, 6)
+        parts = [
+            struct.pack("<QI", self.n_docs, len(terms)),
+            counts.tobytes(),
+            "\n".join(terms).encode("utf-8"),
+        ]
+        if self.words:
+            words = "\n".join(self.words).encode("utf-8")
+            parts = [_WORDS_MAGIC, *parts[:2], struct.pack("<I", len(parts[2])), parts[2]]
+            parts += [struct.pack("<I", len(self.words)), words]
+        return zlib.compress(b"".join(parts), 6)
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> IdfModel:
         body = zlib.decompress(blob)
-        n_docs, n_terms = struct.unpack_from("<QI", body)
-        counts = np.frombuffer(body, dtype="<u4", count=n_terms, offset=12)
-        text = body[12 + 4 * n_terms :].decode("utf-8")
+        words: tuple[str, ...] = ()
+        start = len(_WORDS_MAGIC) if body.startswith(_WORDS_MAGIC) else 0
+        n_docs, n_terms = struct.unpack_from("<QI", body, start)
+        at = start + 12
+        counts = np.frombuffer(body, dtype="<u4", count=n_terms, offset=at)
+        at += 4 * n_terms
+        if start:
+            (size,) = struct.unpack_from("<I", body, at)
+            text = body[at + 4 : at + 4 + size].decode("utf-8")
+            at += 4 + size
+            (n_words,) = struct.unpack_from("<I", body, at)
+            words = tuple(body[at + 4 :].decode("utf-8").split("\n")) if n_words else ()
+            if len(words) != n_words:
+                raise ValueError(f"corrupt IDF model: {n_words} words but {len(words)} read")
+        else:
+            text = body[at:].decode("utf-8")
         terms = text.split("\n") if n_terms else []
         if len(terms) != n_terms:
             raise ValueError(f"corrupt IDF model: {n_terms} counts but {len(terms)} terms")
-        return cls(n_docs=n_docs, df=dict(zip(terms, counts.tolist(), strict=True)))
+        return cls(n_docs=n_docs, df=dict(zip(terms, counts.tolist(), strict=True)), words=words)
 
 
 class _IdfTable(dict[str, float]):

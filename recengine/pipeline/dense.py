@@ -15,7 +15,6 @@ dense part below ``dense.min_articles`` articles; at most one dimension per
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime
 
 import numpy as np
@@ -26,11 +25,11 @@ from recengine.config import DenseSettings
 from recengine.derived.dense import LSA_PART
 from recengine.features.lsa import fit_lsa
 from recengine.features.tfidf import SparseVector
+from recengine.pipeline.sample import PAGE, spread_ids
 from recengine.storage.db import transaction
 from recengine.storage.features import delete_model_part, features_of, save_model_part
 from recengine.storage.index_rows import index_rows
 
-PAGE = 50_000  # ids read per transaction while drawing the sample
 SEED = 0
 
 
@@ -91,18 +90,15 @@ def fit_dense(factory: sessionmaker[Session], settings: DenseSettings, version: 
 
 def sample_ids(factory: sessionmaker[Session], version: int, n: int, sample: int) -> list[int]:
     """Every ``ceil(n / sample)``-th live article with terms under ``version``, by id."""
-    step, last, seen = max(1, math.ceil(n / sample)), 0, 0
-    out: list[int] = []
-    while True:
+
+    def read(after: int, limit: int) -> list[int]:
         with index_rows(factory) as rows:
             page = rows.live(
-                version=version, fields=(), needs_terms=True, after_id=last, limit=PAGE
+                version=version, fields=(), needs_terms=True, after_id=after, limit=limit
             )
-        if not page:
-            return out
-        ids = [r.id for r in page]
-        out += ids[(-seen) % step :: step]
-        seen, last = seen + len(ids), ids[-1]
+        return [r.id for r in page]
+
+    return spread_ids(read, n, sample)
 
 
 def sample_vectors(

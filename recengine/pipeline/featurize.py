@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from recengine.config import Settings
+from recengine.config import Settings, TokenizerSettings
 from recengine.features.counts import TermCounts
 from recengine.features.fingerprint import batch_fingerprints, fingerprints
 from recengine.features.hashing import TermHasher
@@ -32,6 +32,8 @@ from recengine.text.compare import (
 )
 from recengine.text.passages import Passages
 from recengine.text.tokenize import Tokenizer, build_tokenizer
+
+Words = tuple[str, ...]  # discovered words a tokenizer adds to its dictionary, sorted
 
 
 @dataclass(frozen=True)
@@ -134,25 +136,49 @@ class Featurizer:
 
     Args:
         settings: tokenizer and feature settings.
-        tokenizer: an already built tokenizer to share (built from settings on first use
-            when omitted).
+        tokenizer: an already built tokenizer of the dictionary alone to share (built from
+            settings on first use when omitted).
+
+    Texts are tokenized with the words of the model they are analysed for
+    (:meth:`use_words`: the active IDF model's :attr:`~recengine.features.tfidf.IdfModel.words`;
+    none until told). A tokenizer with words is another dictionary: this keeps the one of the
+    dictionary alone (what new-word discovery cuts candidates with) and the newest other.
     """
 
     def __init__(self, settings: Settings, tokenizer: Tokenizer | None = None) -> None:
         self.settings = settings
-        self._tokenizer = tokenizer
+        self._tokenizers: dict[Words, Tokenizer] = {} if tokenizer is None else {(): tokenizer}
+        self._words: Words = ()
         self._building = threading.Lock()
         self.hasher = TermHasher()
 
     @property
+    def words(self) -> Words:
+        """The words texts are tokenized with beside the dictionary (sorted)."""
+        return self._words
+
+    def use_words(self, words: Sequence[str]) -> None:
+        """Tokenize with the dictionary and ``words`` from now on (a no-op when unchanged; the
+        tokenizer is built when first needed)."""
+        self._words = tuple(words)
+
+    @property
     def tokenizer(self) -> Tokenizer:
-        """The tokenizer, built on first use (a dictionary load, ~0.4 s): the parent of a
-        reindex whose workers tokenize everything never loads one."""
-        if self._tokenizer is None:
+        """The tokenizer of :attr:`words`, built on first use (a dictionary load, ~0.4 s): the
+        parent of a reindex whose workers tokenize everything never loads one."""
+        return self.tokenizer_for(self._words)
+
+    def tokenizer_for(self, words: Words) -> Tokenizer:
+        """The tokenizer of the dictionary and ``words``."""
+        found = self._tokenizers.get(words)
+        if found is None:
             with self._building:
-                if self._tokenizer is None:
-                    self._tokenizer = build_tokenizer(self.settings.tokenizer)
-        return self._tokenizer
+                found = self._tokenizers.get(words)
+                if found is None:
+                    found = build_tokenizer(self.settings.tokenizer, words)
+                    kept = {k: t for k, t in self._tokenizers.items() if not k}
+                    self._tokenizers = {**kept, words: found}
+        return found
 
     def text(self, title: str, content: str) -> str:
         """:func:`text_of` under these settings."""
@@ -245,6 +271,8 @@ def model_params(settings: Settings) -> dict[str, Any]:
             "user_dict": t.user_dict,
             "drop_pos": list(t.drop_pos),
             "min_cjk_chars": t.min_cjk_chars,
+            # only when on: models fitted before the setting existed stay valid with it off
+            **({"new_words": new_word_params(t)} if t.new_words else {}),
         },
         "features": {
             "simhash_top_n": f.simhash_top_n,
@@ -253,4 +281,15 @@ def model_params(settings: Settings) -> dict[str, Any]:
             "vector_max_terms": f.vector_max_terms,
             "sublinear_tf": f.sublinear_tf,
         },
+    }
+
+
+def new_word_params(t: TokenizerSettings) -> dict[str, Any]:
+    """The new-word discovery settings a model's words depend on."""
+    return {
+        "sample": t.new_words_sample,
+        "max_chars": t.new_words_max_chars,
+        "min_count": t.new_words_min_count,
+        "min_pmi": t.new_words_min_pmi,
+        "min_entropy": t.new_words_min_entropy,
     }

@@ -120,6 +120,7 @@ def _recompute_all(run: ReindexRun, version: int, params: dict[str, Any]) -> int
     with transaction(run.factory) as session:
         upto = read_state(session=session).seq
         model = IdfModel.from_bytes(load_model_payload(session=session, version=version)[0])
+    run.use_words(model.words)  # texts recomputed under the model are cut as its own were
     since = int(params["fit"].get("indexed_seq", params["fit"]["seq"]))
     run.progress.start("changed", None)
     done = 0

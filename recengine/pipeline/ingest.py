@@ -35,6 +35,7 @@ from recengine.pipeline.featurize import (
     Analyzed,
     Featurizer,
     TextAnalysis,
+    Words,
     model_params,
     text_hash,
 )
@@ -158,7 +159,8 @@ class Ingester:
         hashes = {rid: r.record_hash() for rid, r in latest.items()}
         with transaction(self.factory) as session:
             before = find_existing(session=session, external_ids=list(latest))
-            has_model = read_state(session=session).active_model_version is not None
+            version = read_state(session=session).active_model_version
+            model = self.models.get(session=session, version=version)
         todo = [rid for rid in latest if _changed(before.get(rid), hashes[rid])]
         summary.unchanged += len(latest) - len(todo)
         if not todo:
@@ -166,15 +168,25 @@ class Ingester:
         items = [(latest[rid].title, latest[rid].content) for rid in todo]
         # Tokenizing is the expensive part: do it outside the write lock, and not at all while
         # there is no model to use the counts (the first reindex tokenizes everything anyway).
-        if not has_model:
+        if model is None:
             digests = [text_hash(self.featurizer.text(t, c)) for t, c in items]
             hashed = Analyzed(digests, TermCounts.empty_rows(len(todo)))
             return _Prepared(latest, hashes, lambda: _Counted(todo, hashed, counted=False))
+        self._use_words(model.words)
         if len(todo) < self.settings.ingest.parallel_min_batch:
             result = _ready(self.featurizer.analyze_texts(items))
         else:
             result = self.pool.analyze_async(items)
-        return _Prepared(latest, hashes, lambda: _Counted(todo, self._hinted(items, result())))
+        return _Prepared(
+            latest,
+            hashes,
+            lambda: _Counted(todo, self._hinted(items, result()), words=model.words),
+        )
+
+    def _use_words(self, words: Words) -> None:
+        """Tokenize with the active model's words (``IdfModel.words``), here and on the pool."""
+        self.featurizer.use_words(words)
+        self.pool.use_words(words)
 
     def _hinted(self, items: list[tuple[str, str]], done: TextAnalysis) -> Analyzed:
         """The term counts of ``done``, what was computed beside them handed to the cluster
@@ -247,9 +259,11 @@ class Ingester:
         if model is None or state.active_model_version is None:
             summary.features_pending += len(feature_ids)
             return
-        if not counted.counted:  # a model appeared since the read phase
+        # a model appeared since the read phase, or a reindex switched to one with other words
+        if not counted.counted or counted.words != model.words:
+            self._use_words(model.words)
             items = [(latest[rid].title, latest[rid].content) for rid in counted.ids]
-            counted = _Counted(counted.ids, self.featurizer.analyze_many(items))
+            counted = _Counted(counted.ids, self.featurizer.analyze_many(items), words=model.words)
         row = {rid: k for k, rid in enumerate(counted.ids)}
         analyzed = counted.analyzed.take([row[rid] for rid in feature_ids])
         rows = self.featurizer.features_of(analyzed.counts, model)
@@ -277,6 +291,7 @@ class _Counted:
     ids: list[str]
     analyzed: Analyzed
     counted: bool = True
+    words: Words = ()  # the words the texts were tokenized with (the model's, as then read)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,14 @@ from typing import TypeVar
 from recengine.config import Settings
 from recengine.errors import RecengineError
 from recengine.features.tfidf import IdfModel
-from recengine.pipeline.featurize import Analyzed, FeatureRow, Featurizer, TextAnalysis, TextStats
+from recengine.pipeline.featurize import (
+    Analyzed,
+    FeatureRow,
+    Featurizer,
+    TextAnalysis,
+    TextStats,
+    Words,
+)
 from recengine.pipeline.reindex_job import (
     Asked,
     ModelFile,
@@ -47,7 +54,6 @@ from recengine.pipeline.reindex_job import (
 )
 from recengine.pipeline.reindex_job import Item as Item
 from recengine.text.compare import Compared
-from recengine.text.tokenize import build_tokenizer
 
 A = TypeVar("A")
 R = TypeVar("R")
@@ -106,6 +112,7 @@ class AnalysisPool:
             raise ValueError(f"max_inflight must be >= 1, got {max_inflight}")
         self._local = featurizer
         self._executor: ProcessPoolExecutor | None = None
+        self._words: Words = ()
 
     def __enter__(self) -> AnalysisPool:
         return self
@@ -116,6 +123,16 @@ class AnalysisPool:
     @property
     def parallel(self) -> bool:
         return self.workers > 1
+
+    def use_words(self, words: Sequence[str]) -> None:
+        """Analyse with the dictionary and ``words`` from now on (``Featurizer.use_words``):
+        running workers, built with other words, are stopped; the next task starts new ones."""
+        words = tuple(words)
+        if self._local is not None:
+            self._local.use_words(words)
+        if words != self._words:
+            self._words = words
+            self.close()
 
     def analyze_batches(
         self, batches: Iterable[Sequence[Item]]
@@ -230,6 +247,7 @@ class AnalysisPool:
     def _featurizer(self) -> Featurizer:
         if self._local is None:
             self._local = Featurizer(self.settings)
+            self._local.use_words(self._words)
         return self._local
 
     def _pool(self) -> ProcessPoolExecutor:
@@ -238,7 +256,7 @@ class AnalysisPool:
                 max_workers=self.workers,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_init_worker,
-                initargs=(self.settings,),
+                initargs=(self.settings, self._words),
             )
         return self._executor
 
@@ -266,13 +284,14 @@ def _split(items: Sequence[A], parts: int) -> list[Sequence[A]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _init_worker(settings: Settings) -> None:
+def _init_worker(settings: Settings, words: Words) -> None:
     """Pool initializer: build the featurizer once; ignore Ctrl-C; die with the parent."""
     global _worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
-    # the dictionary loads now, while the parent reads the first batch
-    _worker = Featurizer(settings, build_tokenizer(settings.tokenizer))
+    _worker = Featurizer(settings)
+    _worker.use_words(words)
+    _worker.tokenizer  # noqa: B018 -- the dictionary loads now, while the parent reads a batch
 
 
 def _watch_parent(ppid: int) -> None:

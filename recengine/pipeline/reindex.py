@@ -3,6 +3,9 @@
 Steps (each resumable, see ``reindex_job``), inside one reindex run (``reindex_run``: the lock,
 the pool, the deduplicator, and the tail every engine shares):
 
+0. **new words** (``tokenizer.new_words``; ``pipeline.newwords``): the words the dictionary
+   lacks, found in a sample of the corpus, recorded in the job; everything below tokenizes
+   with them, and they are saved with the model;
 1. **pass 1**: live articles stream from SQL in short keyset-paged read transactions, are cleaned
    and tokenized on every core (``parallel.AnalysisPool``), and their term counts are spooled to
    ``<data_dir>/reindex/spool.bin`` while document frequencies are counted; then the IDF model
@@ -40,7 +43,8 @@ from recengine.derived.passages import PassageKind, passage_kind
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.checkpoints import checkpoint
 from recengine.pipeline.dedup import Deduplicator
-from recengine.pipeline.featurize import Featurizer, model_params
+from recengine.pipeline.featurize import Featurizer, Words, model_params
+from recengine.pipeline.newwords import discover
 from recengine.pipeline.parallel import AnalysisPool, Item
 from recengine.pipeline.reindex_job import Asked, JobRecord, spooled_passages
 from recengine.pipeline.reindex_run import ReindexRun, reindex_run
@@ -109,7 +113,7 @@ def reindex(
 def _full(run: ReindexRun, resume: bool) -> ReindexResult:
     job, resumed = _open_job(run, resume)
     if job.version is None:
-        model = _pass1(run)
+        model = _pass1(run, _words_of(run, job))
         with transaction(run.factory) as session:
             job.version = save_model(
                 session=session,
@@ -124,6 +128,7 @@ def _full(run: ReindexRun, resume: bool) -> ReindexResult:
     else:
         with transaction(run.factory) as session:
             model = IdfModel.from_bytes(load_model_payload(session=session, version=job.version)[0])
+        run.use_words(model.words)  # for the switch's catch-up
     version = run.version = job.version
     _pass2(run, model, version)
     caught_up = run.finish(
@@ -177,8 +182,25 @@ def _versions(run: ReindexRun) -> list[int]:
         return model_versions(session=session)
 
 
-def _pass1(run: ReindexRun) -> IdfModel:
-    """Tokenize every live article (after what an interrupted run spooled); fit the IDF."""
+def _words_of(run: ReindexRun, job: JobRecord) -> Words:
+    """The new words of the job (``pipeline.newwords``), which the run now tokenizes with:
+    those a resumed job found before it stopped (what it spooled was tokenized with them),
+    else discovered now and recorded in the job."""
+    if "words" in job.extra:
+        words: Words = tuple(job.extra["words"])
+    else:
+        if run.featurizer.settings.tokenizer.new_words:
+            run.progress.start("new words", None)
+        words = discover(run.factory, run.featurizer)
+        job.extra["words"] = list(words)
+        run.jobs.save(job)
+    run.use_words(words)
+    return words
+
+
+def _pass1(run: ReindexRun, words: Words) -> IdfModel:
+    """Tokenize every live article (after what an interrupted run spooled) with the dictionary
+    and ``words``; fit the IDF."""
     df: Counter[str] = Counter()
     n_docs, last = 0, 0
     for batch in run.jobs.batches():  # a resumed job: what is spooled is done
@@ -203,7 +225,7 @@ def _pass1(run: ReindexRun) -> IdfModel:
                 run.kept.add(path, keys, where)
             run.progress.update(record.n_docs)
             checkpoint("tokenized")
-    return IdfModel(n_docs=n_docs, df=dict(df))
+    return IdfModel(n_docs=n_docs, df=dict(df), words=words)
 
 
 def _asking(

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.dense import fit_dense
-from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.featurize import Featurizer, Words
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex_job import JobDir
 from recengine.pipeline.spill import SpilledTexts
@@ -56,6 +56,12 @@ class ReindexRun:
     # pass neither reads nor cleans them again
     kept: SpilledTexts
     version: int | None = None  # the new model's, once saved (to report an interrupt right)
+
+    def use_words(self, words: Words) -> None:
+        """Analyse texts with ``words`` (the model's being fitted or kept: ``IdfModel.words``),
+        here and on the pool's workers."""
+        self.featurizer.use_words(words)
+        self.pool.use_words(words)
 
     def finish(
         self,

@@ -109,7 +109,12 @@ def gather(
         if version is not None:
             payload, params = load_model_payload(session=session, version=version)
             model = IdfModel.from_bytes(payload)
-            data.model = {"n_docs": model.n_docs, "n_terms": len(model.df), **params.get("fit", {})}
+            data.model = {
+                "n_docs": model.n_docs,
+                "n_terms": len(model.df),
+                "words": list(model.words),
+                **params.get("fit", {}),
+            }
             data.top_terms = top_terms(model, terms)
             rows = live_fingerprints(session=session, version=version)
             fps = np.fromiter((r[1] for r in rows), dtype=np.uint64, count=len(rows))

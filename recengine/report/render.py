@@ -125,11 +125,20 @@ def _kpi(label: str, value: str) -> str:
     return f"<span class='kpi'><b>{html.escape(value)}</b>{html.escape(label)}</span>"
 
 
+def _new_words(words: list[str]) -> str:
+    """What the model's new-word discovery found (``tokenizer.new_words``), a few shown."""
+    if not words:
+        return ""
+    shown = html.escape("、".join(words[:30]) + ("…" if len(words) > 30 else ""))
+    return f"; {len(words):,} words beside the dictionary, found in the corpus ({shown})"
+
+
 def _summary(data: ReportData) -> str:
     c, m = data.counts, data.model
     model = (
         f"IDF model version {data.version}: fitted on {m.get('n_docs', 0):,} articles, "
         f"{m.get('n_terms', 0):,} terms, by the {m.get('engine', '?')} engine"
+        + _new_words(m.get("words") or [])
         if data.version is not None
         else "no IDF model yet: run <code>recengine reindex</code>"
     )

@@ -122,6 +122,19 @@ def changed_since(
     ).all()
 
 
+def live_ids_after(*, session: Session, after_id: int, limit: int) -> list[int]:
+    """Up to ``limit`` live articles' ids greater than ``after_id``, ascending (keyset pages
+    of ids alone: for drawing a sample without reading texts)."""
+    return list(
+        session.scalars(
+            select(Article.id)
+            .where(Article.id > after_id, Article.deleted_at.is_(None))
+            .order_by(Article.id)
+            .limit(limit)
+        )
+    )
+
+
 def count_live(*, session: Session) -> int:
     return session.scalar(select(func.count()).where(Article.deleted_at.is_(None))) or 0
 

@@ -150,14 +150,20 @@ class Tokenizer:
         self.hmm = hmm
         self._tags = tags
         self._extra_tags: dict[str, str] = {}
+        self._added: set[str] = set()
         self._vocab = Vocabulary(self._verdict)
 
     def add_word(self, word: str, freq: int | None = None, tag: str | None = None) -> None:
         """Add a word to the backend's dictionary (and its tag to the filter's table)."""
         self.backend.add_word(word, freq, tag)
+        self._added.add(word)
         if tag:
             self._extra_tags[word] = tag
         self._vocab.reset()  # verdicts of words the new one may now be cut from or into
+
+    def knows(self, word: str) -> bool:
+        """Whether ``word`` is a word of the dictionary or was added (a user dictionary's)."""
+        return word in self._tags or word in self._added
 
     def keep(self, word: str, tag: str) -> str | None:
         """The normalised word if it passes the filter, else ``None``."""
@@ -306,12 +312,19 @@ _BACKENDS: dict[str, type[JiebaBackend] | type[RjiebaBackend]] = {
 }
 
 
-def build_tokenizer(settings: TokenizerSettings) -> Tokenizer:
+NEW_WORD_TAG = "nz"  # "other proper noun": what a discovered word is tagged (kept by the filter)
+
+
+def build_tokenizer(settings: TokenizerSettings, words: Sequence[str] = ()) -> Tokenizer:
     """Create the configured tokenizer (loads a dictionary: do it once per process).
 
     The part-of-speech table comes from the on-disk cache (:mod:`recengine.text.dictionary`);
-    the user dictionary's words go to both the backend and the table through
-    :meth:`Tokenizer.add_word`, the same way words found later would.
+    ``words`` (what a reindex discovered in the corpus, ``pipeline.newwords``: the IDF model's
+    :attr:`~recengine.features.tfidf.IdfModel.words`) and then the user dictionary's words go to
+    both the backend and the table through :meth:`Tokenizer.add_word`, in that order, so the
+    user dictionary has the last word on a frequency or a tag. Both backends are given the
+    words in the same order with the frequency jieba suggests, and cut alike with them
+    (``tests/test_tokenize_backends.py``).
     """
     tokenizer = Tokenizer(
         backend=_BACKENDS[settings.backend](hmm=settings.hmm),
@@ -321,6 +334,8 @@ def build_tokenizer(settings: TokenizerSettings) -> Tokenizer:
         min_cjk_chars=settings.min_cjk_chars,
         hmm=settings.hmm,
     )
+    for word in words:
+        tokenizer.add_word(word, None, NEW_WORD_TAG)
     if settings.user_dict:
         for word, freq, tag in _read_user_dict(settings.user_dict):
             tokenizer.add_word(word, freq, tag)

@@ -16,7 +16,7 @@ from typing import Any
 
 from recengine.config import Settings
 from recengine.features.tfidf import IdfModel
-from recengine.pipeline.featurize import Featurizer, TextStats
+from recengine.pipeline.featurize import Featurizer, TextStats, Words
 from recengine.pipeline.spark.source import Row3, worker_factory
 from recengine.storage.db import transaction
 from recengine.storage.features import replace_features
@@ -36,8 +36,13 @@ def worker_featurizer(blob: str) -> Featurizer:
     return _featurizers[blob]
 
 
-def analyze_partition(blob: str, rows: Iterable[Row3]) -> Iterator[tuple[int, TextStats]]:
+def analyze_partition(
+    blob: str, words: Words, rows: Iterable[Row3]
+) -> Iterator[tuple[int, TextStats]]:
+    """``(id, stats)`` of each row, tokenized with the dictionary and ``words`` (the new
+    model's, ``pipeline.newwords``)."""
     featurizer = worker_featurizer(blob)
+    featurizer.use_words(words)
     for article_id, title, content in rows:
         yield article_id, featurizer.analyze(title, content)
 

@@ -35,7 +35,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.dedup import Deduplicator
-from recengine.pipeline.featurize import Featurizer, model_params
+from recengine.pipeline.featurize import Featurizer, Words, model_params
+from recengine.pipeline.newwords import discover
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex_run import reindex_run
 from recengine.pipeline.spark import compute, source
@@ -95,7 +96,11 @@ def spark_reindex(
             start = read_state(session=session)
         run.jobs.clear()
         drop_stale_versions(factory, keep={start.active_model_version})
-        model, version = _fit_and_write(spark, factory, featurizer, url, source_input, start.seq)
+        words = discover(factory, featurizer)  # the driver reads the sample a local run reads
+        run.use_words(words)  # for the missing articles and the catch-up computed here
+        model, version = _fit_and_write(
+            spark, factory, featurizer, url, source_input, start.seq, words
+        )
         run.version = version
         filled = fill_missing(factory, run.pool, model, version, run.batch_size, run.jobs.path)
         caught_up = run.finish(
@@ -115,6 +120,7 @@ def _fit_and_write(
     url: str,
     source_input: SparkInput,
     start_seq: int,
+    words: Words,
 ) -> tuple[IdfModel, int]:
     """Steps 2 and 3: model fitted and saved, features written."""
     from pyspark import StorageLevel
@@ -127,12 +133,12 @@ def _fit_and_write(
         rows = source.from_export(spark, source_input.path, url)
     if settings.spark.partitions:
         rows = rows.repartition(settings.spark.partitions)
-    stats = rows.mapPartitions(lambda part: compute.analyze_partition(blob, part))
+    stats = rows.mapPartitions(lambda part: compute.analyze_partition(blob, words, part))
     stats.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         partitions = max(1, stats.getNumPartitions())
         n_docs, df = compute.document_frequencies(stats, partitions)
-        model = IdfModel(n_docs=n_docs, df=df)
+        model = IdfModel(n_docs=n_docs, df=df, words=words)
         with transaction(factory) as session:
             version = save_model(
                 session=session,

@@ -1,0 +1,168 @@
+"""New words in the product (``tokenizer.new_words``; ``pipeline.newwords``): found by a full
+reindex in a sample of the corpus, stored with the IDF model, and used by every analysis under
+that model (the reindex's own passes and workers, later ingests in new processes), alike in
+both tokenizer backends."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.config import Settings
+from recengine.features.hashing import TermHasher
+from recengine.features.tfidf import IdfModel, SparseVector
+from recengine.pipeline.demo_corpus import inews_records
+from recengine.pipeline.featurize import Featurizer, model_params, text_of
+from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.newwords import _sample, discover, is_new
+from recengine.pipeline.parallel import AnalysisPool
+from recengine.pipeline.reindex import reindex
+from recengine.report.data import gather
+from recengine.report.render import render_html
+from recengine.storage.db import make_engine, make_session_factory
+from recengine.storage.features import load_model_payload
+from recengine.storage.migrate import upgrade
+from recengine.storage.models import Article, ArticleFeatures
+from recengine.storage.state import read_state
+from recengine.text.newwords import DiscoveryParams, discover_words
+from recengine.text.tokenize import Tokenizer, build_tokenizer
+from tests.conftest import make_settings
+from tests.test_tokenize_backends import real_texts
+
+ON = {"new_words": True, "new_words_min_count": 5}
+
+
+def news(limit: int) -> list[dict[str, Any]]:
+    return [{**r, "published_at": "2024-01-01T00:00:00Z"} for r in inews_records(limit=limit)]
+
+
+def active_model(factory: sessionmaker[Session]) -> tuple[IdfModel, dict[str, Any]]:
+    with factory() as session:
+        version = read_state(session=session).active_model_version
+        assert version is not None
+        payload, params = load_model_payload(session=session, version=version)
+    return IdfModel.from_bytes(payload), params
+
+
+def vectors(factory: sessionmaker[Session]) -> dict[str, SparseVector]:
+    """Every live article's stored vector under the active model, by caller id."""
+    with factory() as session:
+        version = read_state(session=session).active_model_version
+        rows = session.execute(
+            select(Article.external_id, ArticleFeatures.vector)
+            .join(ArticleFeatures, ArticleFeatures.article_id == Article.id)
+            .where(ArticleFeatures.model_version == version)
+        ).all()
+    return {name: SparseVector.from_bytes(blob) for name, blob in rows}
+
+
+def test_a_model_keeps_its_words_and_old_models_still_read() -> None:
+    plain = IdfModel(n_docs=3, df={"数据": 2, "python": 1})
+    worded = IdfModel(n_docs=3, df={"数据": 2, "蔡英文": 1}, words=("比特币", "蔡英文"))
+    back = IdfModel.from_bytes(worded.to_bytes())
+    assert (back.n_docs, dict(back.df), back.words) == (3, dict(worded.df), worded.words)
+    # a model without words keeps the first format: what stored models hold reads as before
+    assert IdfModel.from_bytes(plain.to_bytes()).words == ()
+    assert plain.to_bytes() == IdfModel(n_docs=3, df=dict(plain.df)).to_bytes()
+    assert IdfModel.from_bytes(IdfModel(0, {}, words=("区块链",)).to_bytes()).words == ("区块链",)
+
+
+def test_settings_off_leave_model_params_as_they_were(tmp_path: Path) -> None:
+    off = make_settings(tmp_path, "sqlite://")
+    on = make_settings(tmp_path, "sqlite://", tokenizer=ON)
+    assert "new_words" not in model_params(off)["tokenizer"]  # models fitted before stay valid
+    assert model_params(on)["tokenizer"]["new_words"]["min_count"] == 5
+
+
+@pytest.mark.slow
+def test_both_backends_cut_alike_with_discovered_words(
+    tokenizers: dict[str, Tokenizer], data_dir: Path
+) -> None:
+    texts = [t for _, t in real_texts(data_dir)]
+    texts += [text_of(r["title"], r["content"]) for r in news(1500)]
+    base = tokenizers["rjieba"]
+    words = sorted(
+        w.word for w in discover_words(texts, DiscoveryParams(), keep=lambda w: is_new(base, w))
+    )
+    assert len(words) > 200 and "比特币" in words  # names and terms of the news, tech terms
+    settings = make_settings(Path("unused"), "sqlite://").tokenizer
+    fast = build_tokenizer(settings, words)
+    ref = build_tokenizer(settings.model_copy(update={"backend": "jieba"}), words)
+    checked = texts[::3]  # a third of the texts, news and tech alike (pure-Python jieba is slow)
+    joined = sum(w in fast.tokens(t) for t in checked for w in words[:50] if w in t)
+    assert joined > 50  # the words do come out whole
+    assert [t for t in checked if fast.tokens(t) != ref.tokens(t)] == []
+
+
+@pytest.mark.slow
+def test_a_reindex_fits_words_that_every_later_analysis_uses(
+    tmp_path: Path, database_url: str, tokenizer: Tokenizer
+) -> None:
+    settings = make_settings(tmp_path, database_url, tokenizer=ON)
+    engine = make_engine(settings.resolved_database_url)
+    upgrade(engine)
+    factory = make_session_factory(engine)
+    records = news(600)
+    Ingester(factory, Featurizer(settings, tokenizer)).ingest_records(records)
+    featurizer = Featurizer(settings, tokenizer)
+    with AnalysisPool(settings, workers=2) as pool:  # the workers tokenize with the words too
+        reindex(factory=factory, featurizer=featurizer, pool=pool)
+    model, params = active_model(factory)
+    assert params["tokenizer"]["new_words"]["sample"] == 20_000
+    assert len(model.words) > 20 and list(model.words) == sorted(set(model.words))
+    assert not any(tokenizer.knows(w) for w in model.words)
+    assert model.words == discover(factory, Featurizer(settings, tokenizer))  # reproducible
+    stored = vectors(factory)
+    hashes = dict(zip(model.words, TermHasher().hashes(list(model.words)).tolist(), strict=True))
+    whole = {
+        w for w in model.words if any(hashes[w] in set(v.hashes.tolist()) for v in stored.values())
+    }
+    assert len(whole) > len(model.words) // 2  # stored vectors hold them as terms
+    # A new process's ingest (a new featurizer, told nothing) tokenizes with the model's words:
+    # a copy of a stored article gets the very vector of its original.
+    rich = max(records, key=lambda r: sum(w in r["content"] for w in whole))
+    fresh = Ingester(factory, Featurizer(settings, tokenizer))
+    fresh.ingest_records([{**rich, "id": "copy-of-rich"}])
+    after = vectors(factory)
+    assert after["copy-of-rich"].hashes.tolist() == after[rich["id"]].hashes.tolist()
+    assert set(after["copy-of-rich"].hashes.tolist()) & {hashes[w] for w in whole}
+    # the report says what the model found
+    summary = render_html(gather(factory, database="test", hamming_k=3, sample=100))
+    assert f"{len(model.words):,} words beside the dictionary" in summary
+    assert html.escape(model.words[0]) in summary
+    engine.dispose()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_without_the_words_the_same_texts_cut_otherwise(
+    tmp_path: Path, database_url: str, tokenizer: Tokenizer
+) -> None:
+    """The check above is not vacuous: with discovery off, the words' hashes are not terms."""
+    settings: Settings = make_settings(tmp_path, database_url)
+    engine = make_engine(settings.resolved_database_url)
+    upgrade(engine)
+    factory = make_session_factory(engine)
+    Ingester(factory, Featurizer(settings, tokenizer)).ingest_records(news(600))
+    reindex(factory=factory, featurizer=Featurizer(settings, tokenizer))
+    assert active_model(factory)[0].words == ()
+    on = make_settings(tmp_path, database_url, tokenizer=ON)
+    words = discover(factory, Featurizer(on, tokenizer))
+    hashes = set(TermHasher().hashes(list(words)).tolist())
+    terms = {h for v in vectors(factory).values() for h in v.hashes.tolist()}
+    assert words and not hashes & terms
+    # the sample: spread over the corpus, within its character budget
+    small = on.tokenizer.model_copy(update={"new_words_sample": 100, "new_words_max_chars": 20_000})
+    texts = _sample(factory, small)
+    sizes = [len(a) + len(b) for a, b in texts]
+    assert sum(sizes[:-1]) < 20_000 <= sum(sizes) and len(texts) < 100
+    with factory() as session:
+        ids = dict(session.execute(select(Article.title, Article.id)).all())
+    picked = sorted(ids[title] for title, _ in texts)
+    assert picked[-1] - picked[0] > 400  # from the whole corpus, not its first articles
+    engine.dispose()
