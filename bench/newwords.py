@@ -7,8 +7,8 @@ tokenizer under test emits it as one token, at most as often as the HMM segmenta
 the share is the sum of survivals over the sum of occurrences.
 
 Tokenizers compared: the shipped one (dictionary, HMM off) and the same with the words
-:func:`recengine.text.newwords.discover_words` finds on the corpus (a sample of ``--sample-mb``
-MB of text) among the strings :func:`recengine.pipeline.newwords.is_new` admits, built as a
+:func:`recengine.pipeline.newwords.words_in` finds on the corpus (a sample of ``--sample-mb``
+MB of text: what a reindex with ``tokenizer.new_words`` finds), built as a
 model with those words builds it in every process (``build_tokenizer(settings, words)``).
 Also: discovery time and the number of words. Shares are given for all names, for names in at
 least 2 and 5 articles (a name in one article only cannot be learned from counts across
@@ -24,12 +24,13 @@ import os
 import re
 import time
 from collections import Counter
+from collections.abc import Sequence
 
 from bench.corpus import inews_docs
 from recengine.config import Settings, load_settings
-from recengine.pipeline.newwords import is_new
+from recengine.pipeline.newwords import words_in
 from recengine.text.clean import clean
-from recengine.text.newwords import DiscoveryParams, NewWord, discover_words
+from recengine.text.newwords import DiscoveryParams
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 
 _CJK = re.compile(r"^[\u4e00-\u9fff]{2,}$")
@@ -99,7 +100,7 @@ def main() -> None:
         budget -= len(t.encode("utf-8"))
     t0 = time.perf_counter()
     params = DiscoveryParams(args.min_count, args.min_pmi, args.min_entropy)
-    words = discover_words(sample, params, keep=lambda word: is_new(base, word))
+    words = words_in(sample, base, params)
     elapsed = time.perf_counter() - t0
     report(settings, texts, names, words, elapsed, len(sample), "new words (PMI + entropy)")
 
@@ -108,17 +109,17 @@ def report(
     settings: Settings,
     texts: list[str],
     names: list[Counter[str]],
-    words: list[NewWord],
+    words: Sequence[str],
     elapsed: float,
     n_sample: int,
     label: str,
 ) -> None:
     print(
         f"{label}: discovery on {n_sample} articles: {len(words):,} words in {elapsed:.1f} s; "
-        f"first: {' '.join(w.word for w in words[:40])}"
+        f"some: {' '.join(words[:: max(1, len(words) // 40)][:40])}"
     )
     # the tokenizer a model with these words gives every process (pipeline.newwords)
-    tokenizer = build_tokenizer(settings.tokenizer, sorted(w.word for w in words))
+    tokenizer = build_tokenizer(settings.tokenizer, words)
     show(tokenizer, texts, names, label)
 
 

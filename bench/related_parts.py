@@ -97,16 +97,16 @@ def tfidf_matrix(
 
 
 def new_words_matrix(docs: Sequence[Doc], settings: Any) -> sp.csr_matrix:
-    """The TF-IDF matrix with the words discovered on these texts added to the tokenizer."""
-    from bench.newwords import add_words, candidates_filter
-    from recengine.text.newwords import discover_words
+    """The TF-IDF matrix with the words discovered on these texts, as a reindex with
+    ``tokenizer.new_words`` finds and uses them (``pipeline.newwords.words_in``)."""
+    from recengine.pipeline.newwords import words_in
+    from recengine.text.newwords import DiscoveryParams
 
     featurizer = Featurizer(settings)
-    tok = featurizer.tokenizer
     texts = [text_of(d.title, d.content) for d in docs]
-    words = discover_words(texts, keep=candidates_filter(tok))
-    add_words(tok, words)
-    print(f"  ({len(words)} new words: {' '.join(w.word for w in words[:15])} ...)")
+    words = words_in(texts, featurizer.tokenizer_for(()), DiscoveryParams())
+    featurizer.use_words(words)
+    print(f"  ({len(words)} new words: {' '.join(words[:15])} ...)")
     return tfidf_matrix(combine(analyse(docs, featurizer), 1))
 
 

@@ -19,7 +19,7 @@ from recengine.features.tfidf import IdfModel, SparseVector
 from recengine.pipeline.demo_corpus import inews_records
 from recengine.pipeline.featurize import Featurizer, model_params, text_of
 from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.newwords import _sample, discover, is_new
+from recengine.pipeline.newwords import _sample, discover, is_new, words_in
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.reindex import reindex
 from recengine.report.data import gather
@@ -86,10 +86,11 @@ def test_both_backends_cut_alike_with_discovered_words(
     texts = [t for _, t in real_texts(data_dir)]
     texts += [text_of(r["title"], r["content"]) for r in news(1500)]
     base = tokenizers["rjieba"]
-    words = sorted(
-        w.word for w in discover_words(texts, DiscoveryParams(), keep=lambda w: is_new(base, w))
-    )
+    words = list(words_in(texts, base, DiscoveryParams()))
     assert len(words) > 200 and "比特币" in words  # names and terms of the news, tech terms
+    # fragments of dictionary words are candidates, but not words: 南省 of 河南省, 湖南省
+    candidates = {w.word for w in discover_words(texts, keep=lambda w: is_new(base, w))}
+    assert {"南省", "委书记"} <= candidates - set(words)
     settings = make_settings(Path("unused"), "sqlite://").tokenizer
     fast = build_tokenizer(settings, words)
     ref = build_tokenizer(settings.model_copy(update={"backend": "jieba"}), words)

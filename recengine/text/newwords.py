@@ -27,7 +27,8 @@ overriding the user dictionary) and how they reach the tokenizer is the caller's
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -237,3 +238,29 @@ def _entropy(
 def _decode(key: int, n: int, chars: list[str]) -> str:
     mask = (1 << _BITS) - 1
     return "".join(chars[(key >> (_BITS * (n - 1 - j))) & mask] for j in range(n))
+
+
+def inside_counts(candidates: Collection[str], tokens: Mapping[str, int]) -> Counter[str]:
+    """Per candidate, its occurrences inside a longer token of a segmentation of the texts it
+    was found in (``tokens``: token -> occurrences; a candidate met twice in one token counts
+    once there).
+
+    A candidate the dictionary's own segmentation mostly sees inside longer words is a fragment
+    of them (南省 of 河南省 and 湖南省, 委书记 of 市委书记), however free its boundaries look:
+    its neighbours vary because the words it is part of do.
+
+    Example:
+        >>> inside_counts(["南省", "英文"], {"河南省": 3, "湖南省": 2, "英文": 4, "蔡": 1})
+        Counter({'南省': 5})
+    """
+    wanted = set(candidates)
+    lengths = sorted({len(c) for c in wanted})
+    out: Counter[str] = Counter()
+    for token, n in tokens.items():
+        size = len(token)
+        if not lengths or size <= lengths[0]:
+            continue
+        seen = {token[a : a + k] for k in lengths if k < size for a in range(size - k + 1)} & wanted
+        for piece in seen:
+            out[piece] += n
+    return out
