@@ -76,6 +76,8 @@ class FeatureSettings(_Section):
     vector_max_terms: int = Field(default=128, ge=1, le=100_000)
     sublinear_tf: bool = True
     hamming_k: int = Field(default=3, ge=0, le=31)
+    title_weight: int = Field(default=1, ge=1, le=10)
+    max_df: float = Field(default=1.0, gt=0.0, le=1.0)
 
 
 class NearDupSettings(_Section):

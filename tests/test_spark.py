@@ -273,10 +273,15 @@ def test_articles_changed_while_spark_runs_are_clustered_like_a_local_run(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-def test_spark_and_local_fit_the_same_new_words(
+def test_spark_and_local_agree_with_new_words_a_weighted_title_and_stop_terms(
     spark: Any, tmp_path: Path, database_url: str, tokenizer: Tokenizer
 ) -> None:
-    settings = make_settings(tmp_path, database_url, tokenizer={"new_words": True})
+    settings = make_settings(
+        tmp_path,
+        database_url,
+        tokenizer={"new_words": True},
+        features={"title_weight": 2, "max_df": 0.5},
+    )
     engine = make_engine(settings.resolved_database_url)
     upgrade(engine)
     factory = make_session_factory(engine)

@@ -87,6 +87,14 @@ class TermCounts:
         picks = np.repeat(starts - indptr[:-1], sizes) + np.arange(int(indptr[-1]))
         return TermCounts(self.terms, self.hashes, indptr, self.index[picks], self.counts[picks])
 
+    def without_terms(self, dropped: npt.NDArray[np.bool_]) -> TermCounts:
+        """The same documents without the entries of the terms ``dropped`` marks (``bool
+        (V,)``); the vocabulary is kept as it is."""
+        keep = ~dropped[self.index]
+        kept = np.concatenate(([0], np.cumsum(keep)))
+        indptr = kept[self.indptr].astype(np.int64)
+        return TermCounts(self.terms, self.hashes, indptr, self.index[keep], self.counts[keep])
+
     @classmethod
     def concat(cls, parts: Sequence[TermCounts]) -> TermCounts:
         """The documents of every part, in order. A term may then appear in the vocabulary

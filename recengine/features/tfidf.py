@@ -138,6 +138,12 @@ class IdfModel:
         """``float64 (len(terms),)`` the idf of each term (one look-up per term, in C)."""
         return np.fromiter(map(self.idf_table.__getitem__, terms), np.float64, count=len(terms))
 
+    def frequent(self, terms: Sequence[str], max_df: float) -> npt.NDArray[np.bool_]:
+        """``bool (len(terms),)``: the terms in more than ``max_df`` of the fitted documents
+        (corpus stop-terms, ``features.max_df``)."""
+        df = np.fromiter((self.df.get(t, 0) for t in terms), np.float64, count=len(terms))
+        return df > max_df * self.n_docs
+
     def to_bytes(self) -> bytes:
         """zlib-compressed: ``<u8 n_docs``, ``<u4 terms``, df as ``<u4``, then the terms; with
         words, first :data:`_WORDS_MAGIC` and after the terms ``<u4 words`` and the words (a

@@ -193,15 +193,16 @@ class Featurizer:
         return [self.compared(title, content) for title, content in items]
 
     def analyze(self, title: str, content: str) -> TextStats:
-        return self.count(self.text(title, content))
+        return self.analyze_many([(title, content)]).stats()[0]
 
     def count(self, text: str) -> TextStats:
         """Term counts of an already cleaned text (see :func:`text_of`)."""
         return self.count_many([text]).stats()[0]
 
     def analyze_many(self, items: Sequence[tuple[str, str]]) -> Analyzed:
-        """:meth:`count_many` of the texts of ``(title, content)`` pairs."""
-        return self.count_many([self.text(title, content) for title, content in items])
+        """Hashes and term counts of the texts of ``(title, content)`` pairs."""
+        strip = self.settings.features.strip_boilerplate
+        return self._count_parts([clean_parts(title, content, strip) for title, content in items])
 
     def analyze_texts(self, items: Sequence[tuple[str, str]]) -> TextAnalysis:
         """:meth:`analyze_many` of ``(title, content)`` pairs, with each one's passage hashes
@@ -209,13 +210,29 @@ class Featurizer:
         workers compute, so that no later step cleans it again."""
         strip = self.settings.features.strip_boilerplate
         parts = [clean_parts(title, content, strip) for title, content in items]
-        analyzed = self.count_many([_joined(title, body) for title, body in parts])
+        analyzed = self._count_parts(parts)
         points = [points_of(title, body) for title, body in parts]
         return TextAnalysis(analyzed, [p.passages() for p in points], points)
 
     def count_many(self, texts: Sequence[str]) -> Analyzed:
-        """Hashes and term counts of already cleaned texts, in order."""
-        counted = self.tokenizer.count_many(texts)
+        """Hashes and term counts of already cleaned texts, in order (as they are: no title to
+        weigh, see :meth:`analyze_many`)."""
+        return self._analyzed(texts, texts)
+
+    def _count_parts(self, parts: Sequence[tuple[str, str]]) -> Analyzed:
+        """Hashes and term counts of clean ``(title, body)`` texts: the hash of the text
+        (:func:`text_of`), the counts of its words with the title's counted
+        ``features.title_weight`` times (the title written again below the text for the
+        tokenizer: no second pass over the counts)."""
+        texts = [_joined(title, body) for title, body in parts]
+        extra = self.settings.features.title_weight - 1
+        if not extra:
+            return self._analyzed(texts, texts)
+        weighted = [t + ("\n" + title) * extra for t, (title, _) in zip(texts, parts, strict=True)]
+        return self._analyzed(texts, weighted)
+
+    def _analyzed(self, texts: Sequence[str], counted_texts: Sequence[str]) -> Analyzed:
+        counted = self.tokenizer.count_many(counted_texts)
         counts = TermCounts(
             terms=counted.terms,
             hashes=self.hasher.hashes(counted.terms),
@@ -224,6 +241,14 @@ class Featurizer:
             counts=counted.counts,
         )
         return Analyzed([text_hash(t) for t in texts], counts)
+
+    def _without_stop_terms(self, counts: TermCounts, model: IdfModel) -> TermCounts:
+        """``counts`` less the corpus stop-terms (``features.max_df``): what vectors are made
+        of; fingerprints keep every term."""
+        max_df = self.settings.features.max_df
+        if max_df >= 1.0:
+            return counts
+        return counts.without_terms(model.frequent(counts.terms, max_df))
 
     def features(self, stats: Sequence[TextStats], model: IdfModel) -> list[FeatureRow]:
         """:meth:`features_of` for articles held as :class:`TextStats`."""
@@ -243,14 +268,15 @@ class Featurizer:
         vectorizer = TfidfVectorizer(
             model, f.vector_max_terms, sublinear_tf=f.sublinear_tf, hasher=self.hasher
         )
-        vectors = vectorizer.transform_counts(counts, idf)
+        vectors = vectorizer.transform_counts(self._without_stop_terms(counts, model), idf)
         if not f.simhash_top_n:
             prints = batch_fingerprints(counts, model, idf)
         elif f.sublinear_tf:
             raw = TfidfVectorizer(model, f.simhash_top_n, hasher=self.hasher)
             prints = fingerprints(raw.transform_counts(counts, idf), f.simhash_top_n)
-        else:
-            prints = fingerprints(vectors, f.simhash_top_n)
+        else:  # the stored vectors' top terms, stop-terms included
+            full = vectors if f.max_df >= 1.0 else vectorizer.transform_counts(counts, idf)
+            prints = fingerprints(full, f.simhash_top_n)
         n_tokens = counts.n_tokens().tolist()
         return [
             FeatureRow(fingerprint=p, vector=v.to_bytes(), n_tokens=n)
@@ -280,6 +306,9 @@ def model_params(settings: Settings) -> dict[str, Any]:
             "strip_boilerplate": f.strip_boilerplate,
             "vector_max_terms": f.vector_max_terms,
             "sublinear_tf": f.sublinear_tf,
+            # only when set: models fitted before these settings existed stay valid
+            **({"title_weight": f.title_weight} if f.title_weight != 1 else {}),
+            **({"max_df": f.max_df} if f.max_df < 1.0 else {}),
         },
     }
 
