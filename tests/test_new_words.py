@@ -27,11 +27,12 @@ from recengine.report.render import render_html
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.features import load_model_payload
 from recengine.storage.migrate import upgrade
-from recengine.storage.models import Article, ArticleFeatures
+from recengine.storage.models import Article
 from recengine.storage.state import read_state
 from recengine.text.newwords import DiscoveryParams, discover_words
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 from tests.conftest import make_settings
+from tests.test_related_dense import vectors_of
 from tests.test_tokenize_backends import real_texts
 
 ON = {"new_words": True, "new_words_min_count": 5}
@@ -51,14 +52,7 @@ def active_model(factory: sessionmaker[Session]) -> tuple[IdfModel, dict[str, An
 
 def vectors(factory: sessionmaker[Session]) -> dict[str, SparseVector]:
     """Every live article's stored vector under the active model, by caller id."""
-    with factory() as session:
-        version = read_state(session=session).active_model_version
-        rows = session.execute(
-            select(Article.external_id, ArticleFeatures.vector)
-            .join(ArticleFeatures, ArticleFeatures.article_id == Article.id)
-            .where(ArticleFeatures.model_version == version)
-        ).all()
-    return {name: SparseVector.from_bytes(blob) for name, blob in rows}
+    return {name: SparseVector.from_bytes(blob) for name, blob in vectors_of(factory).items()}
 
 
 def test_a_model_keeps_its_words_and_old_models_still_read() -> None:
