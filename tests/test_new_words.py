@@ -6,6 +6,7 @@ both tokenizer backends."""
 from __future__ import annotations
 
 import html
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from recengine.pipeline.featurize import Featurizer, model_params, text_of
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.newwords import _sample, discover, is_new, words_in
 from recengine.pipeline.parallel import AnalysisPool
+from recengine.pipeline.readers import RawRecord
 from recengine.pipeline.reindex import reindex
 from recengine.report.data import gather
 from recengine.report.render import render_html
@@ -160,4 +162,42 @@ def test_without_the_words_the_same_texts_cut_otherwise(
         ids = dict(session.execute(select(Article.title, Article.id)).all())
     picked = sorted(ids[title] for title, _ in texts)
     assert picked[-1] - picked[0] > 400  # from the whole corpus, not its first articles
+    engine.dispose()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_an_ingest_that_straddles_a_reindex_stores_what_the_new_words_give(
+    tmp_path: Path, database_url: str, tokenizer: Tokenizer
+) -> None:
+    """A batch analysed under one model and written after a reindex switched to a model with
+    other words is analysed again with the new words (ingest analyses a batch before it
+    writes the one before it: the switch can fall between)."""
+    settings = make_settings(tmp_path, database_url, tokenizer=ON)
+    engine = make_engine(settings.resolved_database_url)
+    upgrade(engine)
+    factory = make_session_factory(engine)
+    records = news(300)
+    Ingester(factory, Featurizer(settings, tokenizer)).ingest_records(records)
+    reindex(factory=factory, featurizer=Featurizer(settings, tokenizer))
+    first = active_model(factory)[0].words
+    rich = max(records, key=lambda r: sum(w in r["content"] for w in first))
+    assert sum(w in rich["content"] for w in first) >= 3
+    kept = [rich["id"], *(r["id"] for r in records[:10] if r["id"] != rich["id"])]
+
+    def feed() -> Iterator[RawRecord]:
+        yield RawRecord(1, data={**rich, "id": "copy"})  # analysed now, with the first words
+        # before it is written: the corpus shrinks and a reindex switches to other words
+        writer = Ingester(factory, Featurizer(settings, tokenizer))
+        writer.delete([r["id"] for r in records if r["id"] not in kept])
+        reindex(factory=factory, featurizer=Featurizer(settings, tokenizer))
+        yield RawRecord(2, data={**records[1], "id": "late"})
+
+    settings_one = settings.model_copy(
+        update={"ingest": settings.ingest.model_copy(update={"batch_size": 1})}
+    )
+    Ingester(factory, Featurizer(settings_one, tokenizer)).ingest_raw(feed())
+    assert active_model(factory)[0].words != first
+    after = vectors(factory)
+    assert after["copy"].hashes.tolist() == after[rich["id"]].hashes.tolist()
     engine.dispose()

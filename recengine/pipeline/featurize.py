@@ -88,13 +88,17 @@ class TextAnalysis:
     analyzed: Analyzed
     passages: list[Passages]
     points: list[WordPoints]
+    words: Words = ()  # the words the texts were tokenized with beside the dictionary
 
     @classmethod
     def concat(cls, parts: Sequence[TextAnalysis]) -> TextAnalysis:
+        if len({p.words for p in parts}) > 1:
+            raise ValueError("parts tokenized with different words")
         return cls(
             Analyzed.concat([p.analyzed for p in parts]),
             [x for p in parts for x in p.passages],
             [x for p in parts for x in p.points],
+            parts[0].words if parts else (),
         )
 
 
@@ -199,27 +203,32 @@ class Featurizer:
         """Term counts of an already cleaned text (see :func:`text_of`)."""
         return self.count_many([text]).stats()[0]
 
-    def analyze_many(self, items: Sequence[tuple[str, str]]) -> Analyzed:
-        """Hashes and term counts of the texts of ``(title, content)`` pairs."""
+    def analyze_many(
+        self, items: Sequence[tuple[str, str]], words: Words | None = None
+    ) -> Analyzed:
+        """Hashes and term counts of the texts of ``(title, content)`` pairs, tokenized with
+        ``words`` (default: :attr:`words`)."""
         strip = self.settings.features.strip_boilerplate
-        return self._count_parts([clean_parts(title, content, strip) for title, content in items])
+        parts = [clean_parts(title, content, strip) for title, content in items]
+        return self._count_parts(parts, self.tokenizer_for(self._words if words is None else words))
 
     def analyze_texts(self, items: Sequence[tuple[str, str]]) -> TextAnalysis:
         """:meth:`analyze_many` of ``(title, content)`` pairs, with each one's passage hashes
         and word points, from one cleaning of each text: what an ingest and a reindex's
         workers compute, so that no later step cleans it again."""
+        words = self._words  # read once: another thread may switch them meanwhile
         strip = self.settings.features.strip_boilerplate
         parts = [clean_parts(title, content, strip) for title, content in items]
-        analyzed = self._count_parts(parts)
+        analyzed = self._count_parts(parts, self.tokenizer_for(words))
         points = [points_of(title, body) for title, body in parts]
-        return TextAnalysis(analyzed, [p.passages() for p in points], points)
+        return TextAnalysis(analyzed, [p.passages() for p in points], points, words)
 
     def count_many(self, texts: Sequence[str]) -> Analyzed:
         """Hashes and term counts of already cleaned texts, in order (as they are: no title to
         weigh, see :meth:`analyze_many`)."""
-        return self._analyzed(texts, texts)
+        return self._analyzed(texts, texts, self.tokenizer)
 
-    def _count_parts(self, parts: Sequence[tuple[str, str]]) -> Analyzed:
+    def _count_parts(self, parts: Sequence[tuple[str, str]], tokenizer: Tokenizer) -> Analyzed:
         """Hashes and term counts of clean ``(title, body)`` texts: the hash of the text
         (:func:`text_of`), the counts of its words with the title's counted
         ``features.title_weight`` times (the title written again below the text for the
@@ -227,12 +236,14 @@ class Featurizer:
         texts = [_joined(title, body) for title, body in parts]
         extra = self.settings.features.title_weight - 1
         if not extra:
-            return self._analyzed(texts, texts)
+            return self._analyzed(texts, texts, tokenizer)
         weighted = [t + ("\n" + title) * extra for t, (title, _) in zip(texts, parts, strict=True)]
-        return self._analyzed(texts, weighted)
+        return self._analyzed(texts, weighted, tokenizer)
 
-    def _analyzed(self, texts: Sequence[str], counted_texts: Sequence[str]) -> Analyzed:
-        counted = self.tokenizer.count_many(counted_texts)
+    def _analyzed(
+        self, texts: Sequence[str], counted_texts: Sequence[str], tokenizer: Tokenizer
+    ) -> Analyzed:
+        counted = tokenizer.count_many(counted_texts)
         counts = TermCounts(
             terms=counted.terms,
             hashes=self.hasher.hashes(counted.terms),

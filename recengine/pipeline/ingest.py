@@ -177,11 +177,12 @@ class Ingester:
             result = _ready(self.featurizer.analyze_texts(items))
         else:
             result = self.pool.analyze_async(items)
-        return _Prepared(
-            latest,
-            hashes,
-            lambda: _Counted(todo, self._hinted(items, result()), words=model.words),
-        )
+
+        def counted() -> _Counted:
+            done = result()
+            return _Counted(todo, self._hinted(items, done), words=done.words)
+
+        return _Prepared(latest, hashes, counted)
 
     def _use_words(self, words: Words) -> None:
         """Tokenize with the active model's words (``IdfModel.words``), here and on the pool."""
@@ -263,7 +264,8 @@ class Ingester:
         if not counted.counted or counted.words != model.words:
             self._use_words(model.words)
             items = [(latest[rid].title, latest[rid].content) for rid in counted.ids]
-            counted = _Counted(counted.ids, self.featurizer.analyze_many(items), words=model.words)
+            analyzed = self.featurizer.analyze_many(items, words=model.words)
+            counted = _Counted(counted.ids, analyzed, words=model.words)
         row = {rid: k for k, rid in enumerate(counted.ids)}
         analyzed = counted.analyzed.take([row[rid] for rid in feature_ids])
         rows = self.featurizer.features_of(analyzed.counts, model)
@@ -291,7 +293,7 @@ class _Counted:
     ids: list[str]
     analyzed: Analyzed
     counted: bool = True
-    words: Words = ()  # the words the texts were tokenized with (the model's, as then read)
+    words: Words = ()  # the words the texts were tokenized with
 
 
 @dataclass(frozen=True)
