@@ -19,6 +19,7 @@ from recengine.features.hashing import TermHasher
 from recengine.features.tfidf import IdfModel, SparseVector
 from recengine.pipeline.demo_corpus import inews_records
 from recengine.pipeline.featurize import Featurizer, model_params, text_of
+from recengine.pipeline.incremental import reindex_incremental
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.newwords import _sample, discover, is_new, words_in
 from recengine.pipeline.parallel import AnalysisPool
@@ -29,7 +30,7 @@ from recengine.report.render import render_html
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.features import load_model_payload
 from recengine.storage.migrate import upgrade
-from recengine.storage.models import Article
+from recengine.storage.models import Article, ArticleFeatures
 from recengine.storage.state import read_state
 from recengine.text.newwords import DiscoveryParams, discover_words
 from recengine.text.tokenize import Tokenizer, build_tokenizer
@@ -200,4 +201,31 @@ def test_an_ingest_that_straddles_a_reindex_stores_what_the_new_words_give(
     assert active_model(factory)[0].words != first
     after = vectors(factory)
     assert after["copy"].hashes.tolist() == after[rich["id"]].hashes.tolist()
+    engine.dispose()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_an_incremental_reindex_recomputes_with_the_models_words(
+    tmp_path: Path, database_url: str, tokenizer: Tokenizer
+) -> None:
+    settings = make_settings(tmp_path, database_url, tokenizer=ON)
+    engine = make_engine(settings.resolved_database_url)
+    upgrade(engine)
+    factory = make_session_factory(engine)
+    records = news(300)
+    Ingester(factory, Featurizer(settings, tokenizer)).ingest_records(records)
+    reindex(factory=factory, featurizer=Featurizer(settings, tokenizer))
+    words = active_model(factory)[0].words
+    rich = max(records, key=lambda r: sum(w in r["content"] for w in words))
+    before = vectors(factory)[rich["id"]]
+    with factory() as session:  # its features go missing: the incremental run recomputes them
+        article = session.scalars(select(Article.id).where(Article.external_id == rich["id"])).one()
+        session.execute(
+            ArticleFeatures.__table__.delete().where(ArticleFeatures.article_id == article)
+        )
+        session.commit()
+    result = reindex_incremental(factory=factory, featurizer=Featurizer(settings, tokenizer))
+    assert (result.mode, result.recomputed) == ("incremental", 1)
+    assert vectors(factory)[rich["id"]].hashes.tolist() == before.hashes.tolist()
     engine.dispose()
