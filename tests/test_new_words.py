@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,26 @@ def vectors(factory: sessionmaker[Session]) -> dict[str, SparseVector]:
     return {name: SparseVector.from_bytes(blob) for name, blob in vectors_of(factory).items()}
 
 
+@contextmanager
+def news_database(
+    tmp_path: Path, database_url: str, tokenizer: Tokenizer, n: int, workers: int = 1, **words: Any
+) -> Iterator[tuple[Settings, sessionmaker[Session], list[dict[str, Any]]]]:
+    """A new database with ``n`` real news articles ingested and reindexed (on ``workers``
+    processes) under these tokenizer settings: ``(settings, factory, records)``."""
+    settings = make_settings(tmp_path, database_url, tokenizer=words)
+    engine = make_engine(settings.resolved_database_url)
+    upgrade(engine)
+    factory = make_session_factory(engine)
+    records = news(n)
+    Ingester(factory, Featurizer(settings, tokenizer)).ingest_records(records)
+    with AnalysisPool(settings, workers=workers) as pool:
+        reindex(factory=factory, featurizer=Featurizer(settings, tokenizer), pool=pool)
+    try:
+        yield settings, factory, records
+    finally:
+        engine.dispose()
+
+
 def test_a_model_keeps_its_words_and_old_models_still_read() -> None:
     plain = IdfModel(n_docs=3, df={"数据": 2, "python": 1})
     worded = IdfModel(n_docs=3, df={"数据": 2, "蔡英文": 1}, words=("比特币", "蔡英文"))
@@ -101,15 +122,18 @@ def test_both_backends_cut_alike_with_discovered_words(
 def test_a_reindex_fits_words_that_every_later_analysis_uses(
     tmp_path: Path, database_url: str, tokenizer: Tokenizer
 ) -> None:
-    settings = make_settings(tmp_path, database_url, tokenizer=ON)
-    engine = make_engine(settings.resolved_database_url)
-    upgrade(engine)
-    factory = make_session_factory(engine)
-    records = news(600)
-    Ingester(factory, Featurizer(settings, tokenizer)).ingest_records(records)
-    featurizer = Featurizer(settings, tokenizer)
-    with AnalysisPool(settings, workers=2) as pool:  # the workers tokenize with the words too
-        reindex(factory=factory, featurizer=featurizer, pool=pool)
+    # reindexed on 2 workers: they tokenize with the words too
+    database = news_database(tmp_path, database_url, tokenizer, 600, workers=2, **ON)
+    with database as (settings, factory, records):
+        check_a_model_with_words(settings, factory, records, tokenizer)
+
+
+def check_a_model_with_words(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    records: list[dict[str, Any]],
+    tokenizer: Tokenizer,
+) -> None:
     model, params = active_model(factory)
     assert params["tokenizer"]["new_words"]["sample"] == 20_000
     assert len(model.words) > 20 and list(model.words) == sorted(set(model.words))
@@ -117,9 +141,8 @@ def test_a_reindex_fits_words_that_every_later_analysis_uses(
     assert model.words == discover(factory, Featurizer(settings, tokenizer))  # reproducible
     stored = vectors(factory)
     hashes = dict(zip(model.words, TermHasher().hashes(list(model.words)).tolist(), strict=True))
-    whole = {
-        w for w in model.words if any(hashes[w] in set(v.hashes.tolist()) for v in stored.values())
-    }
+    terms = {h for v in stored.values() for h in v.hashes.tolist()}
+    whole = {w for w in model.words if hashes[w] in terms}
     assert len(whole) > len(model.words) // 2  # stored vectors hold them as terms
     # A new process's ingest (a new featurizer, told nothing) tokenizes with the model's words:
     # a copy of a stored article gets the very vector of its original.
@@ -133,7 +156,6 @@ def test_a_reindex_fits_words_that_every_later_analysis_uses(
     summary = render_html(gather(factory, database="test", hamming_k=3, sample=100))
     assert f"{len(model.words):,} words beside the dictionary" in summary
     assert html.escape(model.words[0]) in summary
-    engine.dispose()
 
 
 @pytest.mark.slow
@@ -142,12 +164,13 @@ def test_without_the_words_the_same_texts_cut_otherwise(
     tmp_path: Path, database_url: str, tokenizer: Tokenizer
 ) -> None:
     """The check above is not vacuous: with discovery off, the words' hashes are not terms."""
-    settings: Settings = make_settings(tmp_path, database_url)
-    engine = make_engine(settings.resolved_database_url)
-    upgrade(engine)
-    factory = make_session_factory(engine)
-    Ingester(factory, Featurizer(settings, tokenizer)).ingest_records(news(600))
-    reindex(factory=factory, featurizer=Featurizer(settings, tokenizer))
+    with news_database(tmp_path, database_url, tokenizer, 600) as (_, factory, _records):
+        check_the_words_absent(tmp_path, database_url, factory, tokenizer)
+
+
+def check_the_words_absent(
+    tmp_path: Path, database_url: str, factory: sessionmaker[Session], tokenizer: Tokenizer
+) -> None:
     assert active_model(factory)[0].words == ()
     on = make_settings(tmp_path, database_url, tokenizer=ON)
     words = discover(factory, Featurizer(on, tokenizer))
@@ -163,7 +186,6 @@ def test_without_the_words_the_same_texts_cut_otherwise(
         ids = dict(session.execute(select(Article.title, Article.id)).all())
     picked = sorted(ids[title] for title, _ in texts)
     assert picked[-1] - picked[0] > 400  # from the whole corpus, not its first articles
-    engine.dispose()
 
 
 @pytest.mark.slow
@@ -174,13 +196,16 @@ def test_an_ingest_that_straddles_a_reindex_stores_what_the_new_words_give(
     """A batch analysed under one model and written after a reindex switched to a model with
     other words is analysed again with the new words (ingest analyses a batch before it
     writes the one before it: the switch can fall between)."""
-    settings = make_settings(tmp_path, database_url, tokenizer=ON)
-    engine = make_engine(settings.resolved_database_url)
-    upgrade(engine)
-    factory = make_session_factory(engine)
-    records = news(300)
-    Ingester(factory, Featurizer(settings, tokenizer)).ingest_records(records)
-    reindex(factory=factory, featurizer=Featurizer(settings, tokenizer))
+    with news_database(tmp_path, database_url, tokenizer, 300, **ON) as database:
+        check_a_straddling_batch(*database, tokenizer)
+
+
+def check_a_straddling_batch(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    records: list[dict[str, Any]],
+    tokenizer: Tokenizer,
+) -> None:
     first = active_model(factory)[0].words
     rich = max(records, key=lambda r: sum(w in r["content"] for w in first))
     assert sum(w in rich["content"] for w in first) >= 3
@@ -201,7 +226,6 @@ def test_an_ingest_that_straddles_a_reindex_stores_what_the_new_words_give(
     assert active_model(factory)[0].words != first
     after = vectors(factory)
     assert after["copy"].hashes.tolist() == after[rich["id"]].hashes.tolist()
-    engine.dispose()
 
 
 @pytest.mark.slow
@@ -209,13 +233,16 @@ def test_an_ingest_that_straddles_a_reindex_stores_what_the_new_words_give(
 def test_an_incremental_reindex_recomputes_with_the_models_words(
     tmp_path: Path, database_url: str, tokenizer: Tokenizer
 ) -> None:
-    settings = make_settings(tmp_path, database_url, tokenizer=ON)
-    engine = make_engine(settings.resolved_database_url)
-    upgrade(engine)
-    factory = make_session_factory(engine)
-    records = news(300)
-    Ingester(factory, Featurizer(settings, tokenizer)).ingest_records(records)
-    reindex(factory=factory, featurizer=Featurizer(settings, tokenizer))
+    with news_database(tmp_path, database_url, tokenizer, 300, **ON) as database:
+        check_an_incremental_run(*database, tokenizer)
+
+
+def check_an_incremental_run(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    records: list[dict[str, Any]],
+    tokenizer: Tokenizer,
+) -> None:
     words = active_model(factory)[0].words
     rich = max(records, key=lambda r: sum(w in r["content"] for w in words))
     before = vectors(factory)[rich["id"]]
@@ -228,4 +255,3 @@ def test_an_incremental_reindex_recomputes_with_the_models_words(
     result = reindex_incremental(factory=factory, featurizer=Featurizer(settings, tokenizer))
     assert (result.mode, result.recomputed) == ("incremental", 1)
     assert vectors(factory)[rich["id"]].hashes.tolist() == before.hashes.tolist()
-    engine.dispose()
