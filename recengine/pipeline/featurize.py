@@ -156,11 +156,6 @@ class Featurizer:
         self._building = threading.Lock()
         self.hasher = TermHasher()
 
-    @property
-    def words(self) -> Words:
-        """The words texts are tokenized with beside the dictionary (sorted)."""
-        return self._words
-
     def use_words(self, words: Sequence[str]) -> None:
         """Tokenize with the dictionary and ``words`` from now on (a no-op when unchanged; the
         tokenizer is built when first needed)."""
@@ -168,8 +163,9 @@ class Featurizer:
 
     @property
     def tokenizer(self) -> Tokenizer:
-        """The tokenizer of :attr:`words`, built on first use (a dictionary load, ~0.4 s): the
-        parent of a reindex whose workers tokenize everything never loads one."""
+        """The tokenizer of the words of :meth:`use_words`, built on first use (a dictionary
+        load, ~0.4 s): the parent of a reindex whose workers tokenize everything never loads
+        one."""
         return self.tokenizer_for(self._words)
 
     def tokenizer_for(self, words: Words) -> Tokenizer:
@@ -207,7 +203,7 @@ class Featurizer:
         self, items: Sequence[tuple[str, str]], words: Words | None = None
     ) -> Analyzed:
         """Hashes and term counts of the texts of ``(title, content)`` pairs, tokenized with
-        ``words`` (default: :attr:`words`)."""
+        ``words`` (default: those of :meth:`use_words`)."""
         strip = self.settings.features.strip_boilerplate
         parts = [clean_parts(title, content, strip) for title, content in items]
         return self._count_parts(parts, self.tokenizer_for(self._words if words is None else words))
