@@ -169,6 +169,7 @@ class DenseSettings(_Section):
     ivf_min: int = Field(default=50_000, ge=2)
     ivf_lists: int = Field(default=0, ge=0, le=1_000_000)
     ivf_probe: int = Field(default=32, ge=1, le=1_000_000)
+    ivf_half: bool = True
 
 
 class FeedSettings(_Listing):

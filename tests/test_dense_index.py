@@ -50,11 +50,12 @@ def test_flat_search_is_exact_and_ties_go_to_the_smaller_id() -> None:
 def test_ivf_with_every_list_probed_equals_flat() -> None:
     ids = np.arange(2_000, dtype=np.int64) + 1
     x = unit(2_000, 8, 3)
-    params = DenseParams(ivf_min=100, nlist=16, nprobe=16)
-    ivf = build_dense(ids, x, params, 8)
-    assert ivf.describe()["faiss"] == "ivf" and ivf.main.lists.shape == (2_000,)
-    for q in unit(10, 8, 4):
-        assert ivf.search(q, 30)[0].tolist() == brute(ids, x, q, 30)
+    for half, kind in ((True, "ivf-fp16"), (False, "ivf")):
+        params = DenseParams(ivf_min=100, nlist=16, nprobe=16, half=half)
+        ivf = build_dense(ids, x, params, 8)
+        assert ivf.describe()["faiss"] == kind and ivf.main.lists.shape == (2_000,)
+        for q in unit(10, 8, 4):  # float16 lists too: the exact order, with its ties
+            assert ivf.search(q, 30)[0].tolist() == brute(ids, x, q, 30)
     # fewer lists probed: a subset of the true neighbours, still exactly scored
     few = build_dense(ids, x, DenseParams(ivf_min=100, nlist=16, nprobe=2), 8)
     got, scores = few.search(x[5], 10)

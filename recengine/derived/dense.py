@@ -139,6 +139,7 @@ def dense_params(settings: Settings) -> DenseParams:
         ivf_min=d.ivf_min,
         nlist=d.ivf_lists,
         nprobe=d.ivf_probe,
+        half=d.ivf_half,
         delta_max_rows=settings.related.delta_max_rows,
     )
 
