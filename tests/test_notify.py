@@ -24,7 +24,7 @@ from recengine.storage.state import begin_write
 from tests.factories import javaguide_records
 from tests.templates import load
 
-# Notifications are PostgreSQL's (SQLite has none: readers check before every answer).
+# Notifications are PostgreSQL's (SQLite's WAL watch: tests/test_walwatch.py).
 ON_POSTGRES = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 WAIT_S = 30.0  # a bound for a loaded machine, not a delay: events end the waits
 

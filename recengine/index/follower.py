@@ -36,6 +36,8 @@ With change notifications (:meth:`Follower.follow_notifications`, PostgreSQL ``L
 ``storage.notify``) a read skips the check until a notification says the position moved (at
 most ``index.listen_interval_s``): a write is then in another process's first answer after the
 notification arrives (a millisecond or so after the commit), and idle readers cost no query.
+On SQLite the source is looked at by the read itself (``storage.walwatch``: the WAL-index
+header that every commit moves), so a commit is in every process's next answer.
 
 **Uncommitted changes.** A writer syncs inside its write transaction so that the index includes
 the batch it is writing (the near-duplicate clusters need it). Wrap such a transaction in
@@ -220,7 +222,9 @@ class Follower(Generic[T]):
     def follow_notifications(self, live: Callable[[], bool], interval: float) -> None:
         """Change notifications reach this follower (:meth:`notified`) while ``live()``: reads
         then skip the position check until one arrives, for at most ``interval`` seconds
-        (``storage.notify``; while not live, ``interval`` of the constructor applies)."""
+        (``storage.notify``, ``storage.walwatch``; while not live, ``interval`` of the
+        constructor applies). ``live()`` is asked before each skip, and may itself call
+        :meth:`notified` (a source looked at on demand)."""
         self._notifications, self._notified_interval = live, interval
 
     def notified(self) -> None:
@@ -232,11 +236,13 @@ class Follower(Generic[T]):
         if age < self.interval:
             return True
         live = self._notifications
+        # live() first: a source that is looked at on demand (SQLite's WAL watch) reports a
+        # change from inside it, and the generation must be compared after that
         return (
             live is not None
             and age < self._notified_interval
-            and self._checked_generation == self._generation
             and live()
+            and self._checked_generation == self._generation
         )
 
     def listen(self, listener: Callable[[Step[T]], None]) -> None:

@@ -7,7 +7,10 @@ connection (:class:`ChangeListener`, a daemon thread) and tells its index follow
 position moved (``Follower.notified``), so an idle worker learns of a change without reading
 the position on every request, and a busy one reads it only after something changed.
 
-**Fallback.** While the listener is not connected (SQLite, a lost connection, PostgreSQL
+SQLite has no such channel; its workers look at the WAL-index header instead
+(:mod:`recengine.storage.walwatch`), through the same ``Follower.notified``.
+
+**Fallback.** While the listener is not connected (a lost connection, PostgreSQL
 restarting) the followers read the position before every answer as without it
 (``index.sync_interval_s``); after it (re)connects it reports a change at once (what committed
 while it was away is then read). A connected listener also pings the server every

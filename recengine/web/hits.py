@@ -11,8 +11,9 @@ checks, computes or reads it as always:
 * ``GET`` or ``HEAD`` in HTTP/1.1, no body, an origin-form target (``/...``) of a cacheable
   route (``web.answers.ROUTES``: related lists, duplicate clusters);
 * reads need no key, or the one sent is right (``web.auth.check_key``);
-* the index is open and no position check is due (``LiveIndex.fresh_position``): the loop never
-  waits on SQL, so a check that is due is made by the next request on a thread, as before;
+* the index is open and no position check is due (``LiveIndex.fresh_position``: PostgreSQL's
+  notifications, SQLite's WAL watch, or ``index.sync_interval_s``): the loop never waits on
+  SQL, so a check that is due is made by the next request on a thread, as before;
 * the cache holds the answer at that position (same key as the app's: the target as sent and
   ``Origin``).
 

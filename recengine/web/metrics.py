@@ -133,12 +133,14 @@ class Metrics:
         )
         self.notifications = Counter(
             "recengine_change_notifications",
-            "Change notifications received (PostgreSQL LISTEN), summed over workers.",
+            "Changes learnt of without a query (PostgreSQL LISTEN; SQLite: the WAL header moved),"
+            " summed over workers.",
             **unregistered,
         )
         self.listening = Gauge(
             "recengine_change_listener_connected",
-            "1 when every live worker listens for change notifications (PostgreSQL LISTEN).",
+            "1 when every live worker follows changes without a query per request (PostgreSQL"
+            " LISTEN connected; SQLite: the WAL header watched).",
             multiprocess_mode="livemin",
             **unregistered,
         )

@@ -29,11 +29,14 @@ from recengine.recommend.overrides import Overrides
 from recengine.recommend.ranking import Variants
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.notify import ChangeListener, listens
+from recengine.storage.walwatch import WalWatch, watched_file
 from recengine.text.compare import Compared
 from recengine.text.tokenize import Tokenizer
 from recengine.web.schemas import Models
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from recengine.index.follower import Follower
     from recengine.web.metrics import Metrics
 
@@ -50,7 +53,7 @@ class Services:
     models: Models
     tokenizer: Tokenizer | None = None
     metrics: Metrics | None = None
-    listener: ChangeListener | None = field(default=None, repr=False)
+    listener: ChangeListener | WalWatch | None = field(default=None, repr=False)
     _ingester: Ingester | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -97,11 +100,13 @@ class Services:
         return NearDupCriterion.from_settings(self.settings)
 
     def listen_for_changes(self) -> None:
-        """In a serving worker: follow the database's change notifications (PostgreSQL,
-        ``index.listen``; ``storage.notify``), so reads stop checking SQL per request while
-        nothing changes. Idempotent; a no-op on SQLite."""
+        """In a serving worker: follow the database's changes without a query per request
+        (``index.listen``): PostgreSQL's notifications (``storage.notify``), SQLite's WAL-index
+        header (``storage.walwatch``), so reads stop checking SQL while nothing changes.
+        Idempotent."""
         index, url = self.settings.index, self.settings.resolved_database_url
-        if self.listener is not None or not index.listen or not listens(url):
+        shm = watched_file(url)
+        if self.listener is not None or not index.listen or not (listens(url) or shm):
             return
         followers = (self.index.follower, self.index.dense)  # what reads sync
 
@@ -115,10 +120,17 @@ class Services:
             if self.metrics is not None:
                 self.metrics.listening.set(int(live))
 
-        connected(False)
-        listener = self.listener = ChangeListener(url, changed, connected).start()
+        live: Callable[[], bool]
+        if shm is not None:
+            watch = self.listener = WalWatch(shm, changed)
+            live = watch.look
+            connected(True)  # looked at by every read; not live only while it has no file
+        else:
+            connected(False)
+            listener = self.listener = ChangeListener(url, changed, connected).start()
+            live = lambda: listener.live  # noqa: E731
         for follower in followers:
-            follower.follow_notifications(lambda: listener.live, index.listen_interval_s)
+            follower.follow_notifications(live, index.listen_interval_s)
 
     @property
     def ingester(self) -> Ingester:

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine
 
 from recengine.config import Settings
@@ -118,3 +119,27 @@ def test_without_a_settled_position_every_hit_goes_through_a_thread(
         assert call(server.url, "GET", path).status == 200  # a hit, read on the thread
         with thread_held(server.url, settings, engine, {}):
             assert call(server.url, "GET", path).status == 503
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_on_sqlite_the_loop_answers_hits_and_a_commit_elsewhere_is_in_the_next_answer(
+    settings: Settings, engine: Engine, featurizer: Featurizer, data_dir: Path
+) -> None:
+    """The defaults on SQLite (no sync interval): the worker watches the WAL-index header
+    (``storage.walwatch``), so stored answers are sent by the loop, and a commit by another
+    process is in the very next answer."""
+    path = indexed_path(engine, featurizer, data_dir)
+    env = server_env(settings, RECENGINE_WEB__QUEUE_TIMEOUT_SECONDS="0.2")
+    with served(serve_args(workers=1, threads=1), env) as server:
+        first = call(server.url, "GET", path)
+        assert first.status == 200 and first.json()["items"]
+        results: dict[str, Any] = {}
+        with thread_held(server.url, settings, engine, results):
+            assert same_answer(first, call(server.url, "GET", path))  # no thread was free
+        assert results["write"].status == 200
+        listed = call(server.url, "GET", path)
+        gone = listed.json()["items"][0]["id"]
+        assert same_answer(listed, call(server.url, "GET", path))  # stored again
+        Ingester(make_session_factory(engine), featurizer).delete([gone])  # this process
+        after = call(server.url, "GET", path)
+        assert after.status == 200 and gone not in [item["id"] for item in after.json()["items"]]
