@@ -60,7 +60,6 @@ class WalWatch:
     def __init__(self, path: Path, on_change: Callable[[], None]) -> None:
         self.path = path
         self.on_change = on_change
-        self.changes = 0
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._inode: tuple[int, int] | None = None
@@ -77,7 +76,6 @@ class WalWatch:
         with self._lock:
             header = self._read()
             if header is None or header != self._last:
-                self.changes += 1
                 self.on_change()
             self._last = header
             self._live = header is not None
