@@ -123,3 +123,39 @@ def test_a_follower_reads_the_position_only_after_a_commit(
     current_seq()
     current_seq()
     assert follower.position_reads == reads + 4
+
+
+def header(counter: int, *, torn: bool = False, init: int = 1) -> bytes:
+    """Two copies of a 48-byte WAL-index header (only what the watch reads matters: the
+    bytes, and isInit at offset 12); ``torn``: a writer caught between the two copies."""
+    one = bytearray(48)
+    one[8:12] = counter.to_bytes(4, "little")  # iChange
+    one[12] = init
+    other = bytearray(one)
+    if torn:
+        other[8:12] = (counter + 1).to_bytes(4, "little")
+    return bytes(one) + bytes(other) + bytes(40)
+
+
+def test_a_torn_or_uninitialised_header_and_a_replaced_file_count_as_changes(
+    tmp_path: Path,
+) -> None:
+    shm = tmp_path / "x.db-shm"
+    seen = Counter()
+    watch = WalWatch(shm, seen)
+    shm.write_bytes(header(1))
+    assert watch.look() and seen.changes == 1
+    assert watch.look() and seen.changes == 1
+    shm.write_bytes(header(1, torn=True))  # same inode, copies disagree: do not trust it
+    assert not watch.look() and seen.changes == 2
+    shm.write_bytes(header(1))  # settled again: differs from "unreadable", so one more check
+    assert watch.look() and seen.changes == 3
+    shm.write_bytes(header(1, init=0))  # not initialised
+    assert not watch.look() and seen.changes == 4
+    replacement = tmp_path / "new"
+    replacement.write_bytes(header(1))
+    replacement.replace(shm)  # another file under the name: read afresh
+    assert watch.look() and seen.changes == 5
+    assert watch.look() and seen.changes == 5
+    shm.write_bytes(header(2))
+    assert watch.look() and seen.changes == 6
