@@ -256,9 +256,7 @@ def dense_from_arrays(arrays: Arrays, params: DenseParams, dims: int) -> DenseIn
     return DenseIndex(dims, params, main, delta_ids, np.asarray(delta_vectors, np.float32))
 
 
-def make_main(
-    ids: I64, vectors: F32, alive: Bools, centroids: F32, lists: I64, half: bool = True
-) -> Main:
+def make_main(ids: I64, vectors: F32, alive: Bools, centroids: F32, lists: I64, half: bool) -> Main:
     """A main part with its FAISS index (flat, or IVF from ``centroids`` and ``lists``, its
     lists in float16 when ``half``)."""
     dims = vectors.shape[1]

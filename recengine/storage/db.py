@@ -76,10 +76,20 @@ def describe_url(url: str | URL) -> str:
     return parsed.render_as_string(hide_password=True)
 
 
+def sqlite_path(url: str | URL) -> Path | None:
+    """The file of a SQLite database URL, as given (None: not SQLite, in memory, or a
+    ``file:`` URI, whose path SQLite resolves itself)."""
+    parsed = make_url(url) if isinstance(url, str) else url
+    name = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not name or name == ":memory:":
+        return None
+    return None if name.startswith("file:") else Path(name)
+
+
 def _sqlite_file(parsed: URL, create: bool) -> None:
-    if not parsed.database or parsed.database == ":memory:" or parsed.database.startswith("file:"):
+    path = sqlite_path(parsed)
+    if path is None:
         return
-    path = Path(parsed.database)
     if create:
         path.parent.mkdir(parents=True, exist_ok=True)
     elif not path.exists():

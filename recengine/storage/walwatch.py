@@ -32,20 +32,15 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
+from recengine.storage.db import sqlite_path
 
 HEADER_BYTES = 48  # one copy of WalIndexHdr; two copies sit back to back at offset 0
 
 
 def watched_file(url: str) -> Path | None:
     """The ``-shm`` file of the SQLite database at ``url`` (None: not a SQLite file)."""
-    parsed = make_url(url)
-    name = parsed.database
-    if parsed.get_backend_name() != "sqlite" or not name or name == ":memory:":
-        return None
-    if name.startswith("file:"):
-        return None
-    return Path(name).resolve().with_name(Path(name).name + "-shm")
+    path = sqlite_path(url)
+    return None if path is None else path.resolve().with_name(path.name + "-shm")
 
 
 class WalWatch:
@@ -63,13 +58,12 @@ class WalWatch:
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._inode: tuple[int, int] | None = None
-        self._last: bytes | None = None
-        self._live = False
+        self._last: bytes | None = None  # the header of the last look (None: unreadable)
 
     @property
     def live(self) -> bool:
         """The last look read a valid header: changes since then will be seen."""
-        return self._live
+        return self._last is not None
 
     def look(self) -> bool:
         """Read the header; tell ``on_change`` if it moved. Returns :attr:`live`."""
@@ -78,13 +72,12 @@ class WalWatch:
             if header is None or header != self._last:
                 self.on_change()
             self._last = header
-            self._live = header is not None
-            return self._live
+            return header is not None
 
     def close(self) -> None:
         with self._lock:
             self._reopen(None)
-            self._live = False
+            self._last = None
 
     def _read(self) -> bytes | None:
         """Both copies of the header when they agree and say it is initialised, else None."""
