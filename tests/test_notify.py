@@ -8,6 +8,7 @@ to the per-read check while its listener is not connected.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,22 @@ def test_a_commit_notifies_and_a_rollback_does_not(
     assert not listener.live and seen.states == [True, False]
 
 
+def followed_index(
+    settings: Settings, factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
+) -> tuple[LiveIndex, list[dict[str, Any]], Callable[[], int]]:
+    """A process's index over 10 JavaGuide articles, the 12 records (the last two: a later
+    write), and a read of the sequence its answers reflect."""
+    records: list[dict[str, Any]] = javaguide_records(data_dir, 12)
+    load(factory, featurizer, records[:10])
+    index = LiveIndex(settings, factory, background=False)
+
+    def current_seq() -> int:
+        with factory() as session:
+            return index.current(session=session).seq
+
+    return index, records, current_seq
+
+
 @pytest.mark.postgres
 @ON_POSTGRES
 def test_a_follower_reads_the_position_only_after_a_notification(
@@ -85,16 +102,10 @@ def test_a_follower_reads_the_position_only_after_a_notification(
     featurizer: Featurizer,
     data_dir: Path,
 ) -> None:
-    records: list[dict[str, Any]] = javaguide_records(data_dir, 12)
-    load(factory, featurizer, records[:10])
-    index = LiveIndex(settings, factory, background=False)
+    index, records, current_seq = followed_index(settings, factory, featurizer, data_dir)
     follower = index.follower
     live = [False]
     follower.follow_notifications(lambda: live[0], 3600.0)
-
-    def current_seq() -> int:
-        with factory() as session:
-            return index.current(session=session).seq
 
     first = current_seq()
     reads = follower.position_reads

@@ -11,7 +11,6 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -20,12 +19,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
-from recengine.recommend.live import LiveIndex
 from recengine.storage.db import transaction
 from recengine.storage.state import begin_write
 from recengine.storage.walwatch import WalWatch, watched_file
-from tests.factories import javaguide_records
-from tests.templates import load
+from tests.test_notify import followed_index
 
 ON_SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
@@ -88,19 +85,13 @@ def test_a_follower_reads_the_position_only_after_a_commit(
     featurizer: Featurizer,
     data_dir: Path,
 ) -> None:
-    records: list[dict[str, Any]] = javaguide_records(data_dir, 12)
-    load(factory, featurizer, records[:10])
-    index = LiveIndex(settings, factory, background=False)
+    index, records, current_seq = followed_index(settings, factory, featurizer, data_dir)
     follower = index.follower
     shm = watched_file(settings.resolved_database_url)
     assert shm is not None
     watch = WalWatch(shm, lambda: (follower.notified(), index.dense.notified()))
     follower.follow_notifications(watch.look, 3600.0)
     index.dense.follow_notifications(watch.look, 3600.0)
-
-    def current_seq() -> int:
-        with factory() as session:
-            return index.current(session=session).seq
 
     first = current_seq()
     assert current_seq() == first  # the watch's first look: a change, so a check
