@@ -155,6 +155,7 @@ class RelatedSettings(_Listing):
     max_parts: int = Field(default=8, ge=2, le=64)
     dense_weight: float = Field(default=0.3, ge=0.0, le=1.0)
     dense_candidates: int = Field(default=100, ge=0, le=100_000)
+    prefer_canonical: bool = True
 
 
 class DenseSettings(_Section):

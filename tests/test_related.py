@@ -131,6 +131,40 @@ def test_a_repost_of_an_item_is_shown_once(
         assert cut["rule"] == "resemblance" and 0.45 <= cut["score"] <= 1
 
 
+def test_the_original_takes_the_place_of_a_copy_that_outranks_it(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    corpus: list[dict[str, Any]],
+) -> None:
+    # a later copy of an item, headed by the query's own opening: it shares more words with
+    # the query than its original does, so it outranks it
+    query = corpus[6]
+    first = ask(loaded_service(settings, factory, featurizer, corpus), factory, query["id"], k=5)
+    original = next(r for r in corpus if r["id"] == first["items"][0]["id"])
+    copy = {
+        **original,
+        "id": "copy-of-original",
+        "content": query["content"][:300] + "\n\n" + original["content"],
+        "published_at": "2024-03-01T08:00:00+00:00",
+    }
+    Ingester(factory, featurizer).ingest_records([copy])
+    service = live_related(settings, factory)
+    body = ask(service, factory, query["id"], k=5)
+    assert ids(body)[0] == original["id"] and copy["id"] not in ids(body)
+    cut = next(s for s in body["suppressed"] if s["id"] == copy["id"])
+    assert cut["duplicate_of"] == original["id"] and cut["rule"] in ("resemblance", "containment")
+    # today's rule as a setting: the best-scoring copy wins
+    best_wins = settings.model_copy(
+        update={"related": settings.related.model_copy(update={"prefer_canonical": False})}
+    )
+    body = ask(live_related(best_wins, factory), factory, query["id"], k=5)
+    assert ids(body)[0] == copy["id"] and original["id"] not in ids(body)
+    assert {"id": original["id"], "duplicate_of": copy["id"]}.items() <= next(
+        s for s in body["suppressed"] if s["id"] == original["id"]
+    ).items()
+
+
 LONE = {
     "id": "lone",
     "title": "Slow-cooked beef stew",

@@ -120,6 +120,52 @@ def test_pick_keeps_no_duplicates(seed: int, n: int, limit: int, n_clusters: int
             assert verdict.cosine >= JUDGE.min_cosine
 
 
+def with_canonicals(candidates: Articles, seed: int) -> Articles:
+    """The candidates with clusters as stored ones are: a cluster's id is its canonical's id
+    (the canonical maps to itself); some canonicals are candidates, some are not."""
+    rng = np.random.default_rng(seed)
+    clusters = candidates.clusters.copy()
+    for c in np.unique(clusters[clusters != NO_CLUSTER]):
+        members = np.flatnonzero(clusters == c)
+        if rng.random() < 0.7:  # the canonical is one of the candidates, anywhere
+            clusters[members] = candidates.ids[rng.choice(members)]
+        else:  # not a candidate (filtered out, or beyond the window)
+            clusters[members] = 10_000 + int(c)
+    return Articles(candidates.ids, candidates.fingerprints, clusters, candidates.vector)
+
+
+@settings(max_examples=200, deadline=None)
+@given(**CANDIDATE_SETS, pins=st.integers(0, 3))
+def test_pick_prefers_the_canonical_of_a_cluster(
+    seed: int, n: int, limit: int, n_clusters: int, pins: int
+) -> None:
+    plain, query = articles(seed, n, n_clusters)
+    candidates = with_canonicals(plain, seed)
+    criterion = DuplicateCriterion(JUDGE)
+    got = pick(candidates, query, criterion, limit, prefer_canonical=pins)
+    kept, ids, clusters = got.kept, candidates.ids, candidates.clusters
+    where = {int(a): p for p, a in enumerate(ids)}
+    assert len(kept) <= limit and len(set(kept)) == len(kept)
+    pinned = [i for i in kept if i < pins]  # the pins keep their places, first
+    assert kept[: len(pinned)] == pinned == sorted(pinned)
+    shown = [int(clusters[i]) for i in kept if clusters[i] != NO_CLUSTER]
+    assert len(shown) == len(set(shown))  # one article of a cluster at most
+    cut = {s.position: s.duplicate_of for s in got.suppressed}
+    for i in kept:
+        canonical = where.get(int(clusters[i]), -1)
+        if i >= pins and canonical not in (-1, i) and canonical >= pins:
+            # a copy is shown only where its original, a candidate, was cut for another reason
+            assert canonical in cut and cut[canonical] != int(ids[i])
+    for canonical, copy in got.stands_for.items():
+        assert canonical in kept and copy < canonical
+        assert int(clusters[copy]) == int(ids[canonical]) == int(clusters[canonical])
+    # with no canonical to move, the walk is the plain one
+    if not got.stands_for and all(
+        where.get(int(c), -1) <= p for p, c in enumerate(clusters) if c != NO_CLUSTER
+    ):
+        assert got == pick(candidates, query, criterion, limit)
+
+
 @settings(max_examples=200, deadline=None)
 @given(**CANDIDATE_SETS)
 def test_pick_skipping_pairs_that_cannot_be_duplicates_changes_nothing(

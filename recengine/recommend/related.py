@@ -221,7 +221,7 @@ class RelatedArticles:
                 category = label_hash(query.category) if query.category else 0
                 found = blend(snap.view, found, ranking.weights, category, label_hashes(query.tags))
             hits = concat(lists.pinned, lists.curation.without_excluded(session, found))
-            picked = self._pick(session, snap, hits, query, wanted, lists.curation, texts)
+            picked = self._pick(session, snap, hits, query, wanted, lists, texts)
             if len(picked.kept) >= wanted or exhausted:
                 break
             n *= GROWTH
@@ -234,11 +234,13 @@ class RelatedArticles:
         hits: Hits,
         query: Query,
         wanted: int,
-        curation: Curation,
+        lists: _Lists,
         texts: Texts,
     ) -> Picked:
         """Suppression over a growing prefix of ``hits``: clusters are looked up only for the
-        candidates it needs (usually a few more than ``wanted``)."""
+        candidates it needs (usually a few more than ``wanted``). The pins keep their places;
+        after them a canonical takes its best copy's (``related.prefer_canonical``)."""
+        prefer = len(lists.pinned) if self.settings.related.prefer_canonical else None
         window = min(len(hits), 2 * wanted + 8)
         stored = hit_vectors(snap, hits)
         while True:
@@ -255,7 +257,14 @@ class RelatedArticles:
                 texts,
             )
             prefix = found.take(range(1, len(ids)))
-            picked = pick(prefix, found.take([0]), self.criterion, wanted, curation=curation)
+            picked = pick(
+                prefix,
+                found.take([0]),
+                self.criterion,
+                wanted,
+                curation=lists.curation,
+                prefer_canonical=prefer,
+            )
             if len(picked.kept) >= wanted or window >= len(hits):
                 return picked
             window = min(len(hits), window * GROWTH)
@@ -352,16 +361,18 @@ def under_floor(
     hits: Hits, picked: Picked, floor: float, offset: int, k: int, exempt: int = 0
 ) -> tuple[Picked, int]:
     """``picked`` without what scores below ``floor`` (except the first ``exempt`` hits: the
-    pins), and how many of the page's places (``offset`` .. ``offset + k``) that left empty."""
+    pins), and how many of the page's places (``offset`` .. ``offset + k``) that left empty. A
+    canonical standing in for its copy is held to the copy's score (its place)."""
     if floor <= 0:
         return picked, 0
     scores = hits.scores
-    kept = [i for i in picked.kept if i < exempt or scores[i] >= floor]
+    kept = [i for i in picked.kept if i < exempt or scores[picked.place_of(i)] >= floor]
     page = len(picked.kept[offset : offset + k])
     suppressed = [
         s for s in picked.suppressed if s.position < exempt or scores[s.position] >= floor
     ]
-    return Picked(kept, suppressed), page - len(kept[offset : offset + k])
+    stands_for = {c: p for c, p in picked.stands_for.items() if c in kept}
+    return Picked(kept, suppressed, stands_for), page - len(kept[offset : offset + k])
 
 
 def query_dense(snap: Snapshot, query: Query) -> npt.NDArray[np.float32] | None:

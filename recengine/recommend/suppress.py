@@ -4,8 +4,11 @@ Walking the candidates best first, a candidate is suppressed when the criterion
 (``recommend.criterion``) makes it a duplicate of an *anchor* (the query article; for a feed,
 every article the reader has read) or of a result already kept. So the list never holds the
 query's duplicates, never two articles of one cluster and never two near-duplicates of each
-other; of each group of duplicates, the best-scoring one is shown (not necessarily the cluster's
-canonical article: the one most related to this query).
+other. Of each group of duplicates the best-scoring one is shown, except that with
+``prefer_canonical`` (``related.prefer_canonical``, on by default) a cluster's canonical article
+(the original: the earliest published) that is itself a candidate takes the place of its
+best-scoring copy, which is then cut as its duplicate: site owners want the original's url, and
+a copy ranked above its original is only a copy that shares a few more words with the query.
 
 With a :class:`~recengine.recommend.curation.Curation`, the editors' overrides correct the
 criterion's verdicts (``not_duplicate``, ``same_article``), and a candidate blocked with an
@@ -62,6 +65,13 @@ class Suppressed:
 class Picked:
     kept: list[int] = field(default_factory=list)  # positions, best first
     suppressed: list[Suppressed] = field(default_factory=list)
+    # a canonical's position -> the position of the copy whose place it took (prefer_canonical):
+    # the place is the copy's, so is the floor it is held to (``recommend.related.under_floor``)
+    stands_for: dict[int, int] = field(default_factory=dict)
+
+    def place_of(self, position: int) -> int:
+        """The position whose score ranks ``position`` (its own, or its copy's)."""
+        return self.stands_for.get(position, position)
 
 
 def pick(
@@ -71,6 +81,7 @@ def pick(
     limit: int,
     accept: Callable[[int, list[int]], bool] | None = None,
     curation: Curation | None = None,
+    prefer_canonical: int | None = None,
 ) -> Picked:
     """Keep up to ``limit`` candidates, best first, suppressing duplicates.
 
@@ -82,7 +93,16 @@ def pick(
         accept: an extra test ``(position, kept so far) -> bool`` (diversity in feeds); a
             candidate it refuses is skipped without being reported as a duplicate.
         curation: the editors' overrides (see the module docstring).
+        prefer_canonical: None, or how many leading candidates keep their place whatever
+            their cluster (the editor's pins); after them a cluster's canonical is walked
+            just before its best-ranked copy (:func:`canonical_first`).
     """
+    if prefer_canonical is not None:
+        order, moved = canonical_first(candidates, prefer_canonical)
+        if moved:
+            out = _walked_in(order, candidates, anchors, criterion, limit, accept, curation)
+            out.stands_for = {c: p for c, p in moved.items() if c in out.kept}
+            return out
     out = Picked()
     # who may be judged a duplicate at all: only these need the criterion (an editor's
     # same_article can make any pair one article, so with those everybody may)
@@ -104,6 +124,50 @@ def pick(
         elif accept is None or accept(i, out.kept):
             out.kept.append(i)
     return out
+
+
+def canonical_first(candidates: Articles, fixed: int = 0) -> tuple[list[int], dict[int, int]]:
+    """The order in which to walk ``candidates`` so that each cluster's canonical that is a
+    candidate comes just before the first of its copies (a copy's cluster id is its canonical's
+    id, a canonical's is its own), and ``canonical's position -> that copy's position`` for the
+    canonicals moved; the first ``fixed`` candidates stay where they are.
+
+    With ids ``[5, 6, 7]``, 6 a copy of 7 and 5 alone: ``([0, 2, 1], {2: 1})``.
+    """
+    ids, clusters = candidates.ids, candidates.clusters
+    where = {int(a): p for p, a in enumerate(ids)}
+    order: list[int] = list(range(min(fixed, len(ids))))
+    moved: dict[int, int] = {}
+    for p in range(len(order), len(ids)):
+        if p in moved:
+            continue
+        canonical = where.get(int(clusters[p]), -1)
+        if canonical > p and canonical not in moved:
+            order.append(canonical)
+            moved[canonical] = p
+        order.append(p)
+    return order, moved
+
+
+def _walked_in(
+    order: list[int],
+    candidates: Articles,
+    anchors: Articles,
+    criterion: DuplicateCriterion,
+    limit: int,
+    accept: Callable[[int, list[int]], bool] | None,
+    curation: Curation | None,
+) -> Picked:
+    """:func:`pick` over ``candidates`` walked in ``order``, with positions in ``candidates``."""
+
+    def accepted(i: int, kept: list[int]) -> bool:
+        return accept is None or accept(order[i], [order[j] for j in kept])
+
+    walked = pick(candidates.take(order), anchors, criterion, limit, accepted, curation)
+    return Picked(
+        [order[i] for i in walked.kept],
+        [Suppressed(order[s.position], s.reason, s.kept_before) for s in walked.suppressed],
+    )
 
 
 def may_duplicate(
