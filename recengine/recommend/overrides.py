@@ -119,6 +119,8 @@ class NewOverride:
             raise InvalidRequest(f"reason must be text of at most {MAX_REASON} characters")
         if not isinstance(by, str) or not by.strip() or len(by) > MAX_BY:
             raise InvalidRequest(f"by (who decided) must be a name of 1 to {MAX_BY} characters")
+        if "\x00" in reason or "\x00" in by:  # PostgreSQL cannot store it; SQLite could
+            raise InvalidRequest("reason and by must not contain NUL characters")
         return cls(kind, article, other, position, reason, by.strip())
 
 

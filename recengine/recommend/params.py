@@ -16,6 +16,8 @@ MAX_ID_LENGTH = 255
 def check_id(value: Any, what: str = "article id") -> str:
     if not isinstance(value, str) or not value or len(value) > MAX_ID_LENGTH:
         raise InvalidRequest(f"{what} must be a non-empty string of at most {MAX_ID_LENGTH} chars")
+    if "\x00" in value:  # stored as a reader's id or in an override: PostgreSQL refuses NUL
+        raise InvalidRequest(f"{what} must not contain NUL characters")
     return value
 
 

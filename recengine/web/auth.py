@@ -116,14 +116,34 @@ class ApiJSONProvider(DefaultJSONProvider):
 
     Bodies are parsed by :func:`recengine.jsontext.loads`, as JSON Lines files are: nesting,
     number sizes and text that is not Unicode (half of a UTF-16 surrogate pair, ``"\\ud800"``,
-    which neither database can store) are refused as invalid JSON.
+    which neither database can store) are refused as invalid JSON. A body's bytes must be
+    UTF-8 (RFC 8259 8.1; a leading byte order mark is skipped): Python's ``json`` would read
+    bytes with ``surrogatepass``, so CESU-8 (a surrogate written as the three bytes
+    ``ED A0 80``) became a lone surrogate that no later step could encode.
     """
 
     ensure_ascii = False
     sort_keys = False
 
     def loads(self, s: str | bytes, **kwargs: Any) -> Any:
-        return jsontext.loads(s)
+        return jsontext.loads(utf8_text(s) if isinstance(s, bytes | bytearray) else s)
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def utf8_text(data: bytes | bytearray) -> str:
+    """A body's bytes as text, strictly UTF-8 (a leading byte order mark skipped).
+
+    Raises:
+        ValueError: a byte sequence that is not UTF-8, named by its offset.
+    """
+    start = len(BOM) if data.startswith(BOM) else 0
+    try:
+        return bytes(data[start:]).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = start + exc.start
+        raise ValueError(f"it is not UTF-8 (byte 0x{data[at]:02x} at offset {at})") from None
 
 
 class ApiRequest(Request):

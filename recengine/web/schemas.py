@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -36,6 +37,18 @@ from recengine.times import TIME_SCHEMA, TIME_TEXT_SCHEMA, parse_time
 # characters (the string form of the record's id).
 ExternalId = Annotated[str, Field(min_length=1, max_length=255, pattern=ID_PATTERN)]
 
+
+def _no_nul(text: str) -> str:
+    if "\x00" in text:
+        raise ValueError("must not contain NUL characters")
+    return text
+
+
+# Free text that is stored (an override's reason, its author): no NUL. PostgreSQL cannot store
+# NUL in text and SQLite can; both refuse it, as the article record and ids do.
+StoredText = Annotated[
+    str, AfterValidator(_no_nul), Field(json_schema_extra={"pattern": r"^[^\x00]*$"})
+]
 
 # A stored row's id (a signed 64-bit key).
 RowId = Annotated[int, Field(ge=1, le=2**63 - 1)]

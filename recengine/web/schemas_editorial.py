@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, RootModel, Tag
 
 from recengine.config import Settings
-from recengine.web.schemas import ExternalId
+from recengine.web.schemas import ExternalId, StoredText
 
 OverrideKind = Literal["not_duplicate", "same_article", "canonical", "pin", "block", "exclude"]
 KIND_HELP = (
@@ -33,8 +33,8 @@ class _OverrideFields(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     article: ExternalId
-    reason: str = Field("", max_length=2_000, description="Why (shown to other editors).")
-    by: str = Field("api", min_length=1, max_length=255, description="Who decided.")
+    reason: StoredText = Field("", max_length=2_000, description="Why (shown to other editors).")
+    by: StoredText = Field("api", min_length=1, max_length=255, description="Who decided.")
 
 
 class ArticleOverride(_OverrideFields):

@@ -22,7 +22,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.cli import main
 from recengine.cli.context import CliContext
 from recengine.config import Settings
-from recengine.storage.models import ReaderEvent
+from recengine.errors import InvalidRequest
+from recengine.recommend.overrides import NewOverride
+from recengine.recommend.params import check_id
+from recengine.storage.models import Override, ReaderEvent
 from tests.factories import record
 from tests.web.conftest import AUTH
 from tests.web.test_articles import snapshot
@@ -171,6 +174,87 @@ def test_http_refuses_bad_filters_on_reads(client: FlaskClient) -> None:
         for path in ("/api/v1/articles/a1/related", "/api/v1/users/u/feed"):
             response = client.get(f"{path}?{query}")
             assert response.status_code == 422, (path, query, response.get_data()[:200])
+
+
+# Bodies whose bytes are not UTF-8: CESU-8 (a UTF-16 surrogate, alone or paired, written as
+# three bytes), a stray byte. Python's json reads bytes with "surrogatepass" and took the first two.
+NOT_UTF8 = {
+    "CESU-8 lone surrogate": b"\xed\xa0\x80",
+    "CESU-8 surrogate pair": b"\xed\xa0\xbd\xed\xb8\x80",
+    "stray byte": b"\xff",
+}
+# Each POST endpoint with a body template: {} is where the bytes go (inside a string value).
+POSTS = {
+    "/api/v1/articles": b'{"id": "a{}", "title": "t"}',
+    "/api/v1/users/reader/events": b'{"article": "{}"}',
+    "/api/v1/overrides": b'{"kind": "exclude", "article": "a1", "reason": "{}"}',
+    "/api/v1/feedback": b'{"type": "click", "article": "{}", "variant": "default", "slot": 0}',
+}
+
+
+def test_http_refuses_bodies_that_are_not_utf8_on_every_post(
+    client: FlaskClient, factory: sessionmaker[Session]
+) -> None:
+    assert client.post("/api/v1/articles", json=record(1), headers=AUTH).status_code == 200
+    before = counts(factory)
+    for path, template in POSTS.items():
+        for case, raw in NOT_UTF8.items():
+            body = template.replace(b"{}", raw)
+            headers = {**AUTH, "Content-Type": "application/json"}
+            response = client.post(path, data=body, headers=headers)
+            assert response.status_code == 400, (path, case, response.get_data()[:300])
+            assert_rejected(response, "not UTF-8 (byte 0x")
+            assert response.get_json()["error"]["code"] == "invalid_json"
+    assert counts(factory) == before
+    with factory() as session:
+        assert session.scalar(select(func.count()).select_from(Override)) == 0
+
+
+def test_http_refuses_nul_in_every_stored_text_field(
+    client: FlaskClient, factory: sessionmaker[Session]
+) -> None:
+    """PostgreSQL cannot store NUL in text (SQLite can): refused on both, naming the field."""
+    assert client.post("/api/v1/articles", json=record(1), headers=AUTH).status_code == 200
+    assert client.post("/api/v1/articles", json=record(2), headers=AUTH).status_code == 200
+    before = counts(factory)
+    nul = "a\x00b"
+    cases: list[tuple[str, dict[str, Any], str]] = [
+        *(
+            ("/api/v1/articles", {**record(3), field: value}, field)
+            for field, value in (
+                ("id", nul),
+                ("title", nul),
+                ("content", nul),
+                ("url", nul),
+                ("category", nul),
+                ("author", nul),
+                ("tags", ["x", nul]),
+            )
+        ),
+        ("/api/v1/users/reader/events", {"article": nul}, "article"),
+        ("/api/v1/overrides", {"kind": "exclude", "article": nul}, "article"),
+        ("/api/v1/overrides", {"kind": "block", "article": "a1", "other": nul}, "other"),
+        ("/api/v1/overrides", {"kind": "exclude", "article": "a1", "reason": nul}, "reason"),
+        ("/api/v1/overrides", {"kind": "exclude", "article": "a1", "by": nul}, "by"),
+    ]
+    for path, body, field in cases:
+        response = client.post(path, json=body, headers=AUTH)
+        assert 400 <= response.status_code < 500, (field, response.get_data()[:300])
+        assert_rejected(response, field)
+        assert counts(factory) == before, field
+    reader = client.post("/api/v1/users/a%00b/events", json={"article": "a1"}, headers=AUTH)
+    assert_rejected(reader, "user")
+    with factory() as session:
+        assert session.scalar(select(func.count()).select_from(Override)) == 0
+
+
+def test_the_command_line_and_python_callers_get_the_same_nul_rule() -> None:
+    """``override add`` and the Python API go through NewOverride.parse and check_id."""
+    for kwargs in ({"reason": "a\x00b", "by": "ed"}, {"by": "e\x00d"}):
+        with pytest.raises(InvalidRequest, match="NUL"):
+            NewOverride.parse("exclude", "a1", **kwargs)
+    with pytest.raises(InvalidRequest, match="NUL"):
+        check_id("a\x00b", "user id")
 
 
 @pytest.fixture
