@@ -8,23 +8,20 @@ at import time. gunicorn calls it once per worker (``recengine serve``, or
 
 from __future__ import annotations
 
-import logging
 import os
-from collections.abc import Callable, Iterable
 
 from flask import Flask, Response, request
-from flask_cors import CORS
 from spectree import SecurityScheme, SecuritySchemeData, SpecTree
 from spectree.models import SecureType
 
 from recengine.config import Settings, load_settings
 from recengine.errors import InvalidRequest
-from recengine.jsontext import printable
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import check_schema
 from recengine.text.tokenize import Tokenizer
 from recengine.web import (
     articles,
+    cors,
     deadline,
     errors,
     feedback,
@@ -46,8 +43,6 @@ from recengine.web.services import init_app as init_services
 
 # Pages: only this origin's scripts, styles and API; no inline script, no plugins, no framing
 # by other sites. Stored text is escaped anyway; this is the second line of defence.
-log = logging.getLogger(__name__)
-
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'self'"
@@ -89,15 +84,7 @@ def create_app(settings: Settings | None = None, *, tokenizer: Tokenizer | None 
     pages.init_app(router)
     monitoring.init_app(router, services)
     app.after_request(_headers)
-    app.after_request(_refused_origins_logger(settings.web.cors_origins))
-    if settings.web.cors_origins:
-        CORS(
-            app,
-            resources={r"/api/*": {"origins": list(settings.web.cors_origins)}},
-            allow_headers=["Authorization", "Content-Type"],
-            max_age=600,
-        )
-        app.after_request(_vary_on_origin)
+    cors.init_app(app, settings.web.cors_origins)
     return app
 
 
@@ -122,42 +109,6 @@ def _spec() -> SpecTree:
         naming_strategy=lambda model: model.__name__,
         nested_naming_strategy=lambda _parent, child: child,
     )
-
-
-def _vary_on_origin(response: Response) -> Response:
-    """API answers differ by Origin (CORS headers or none): shared caches must keep them apart."""
-    if request.path.startswith("/api/"):
-        response.vary.add("Origin")
-    return response
-
-
-def _refused_origins_logger(allowed: Iterable[str]) -> Callable[[Response], Response]:
-    """Log once per origin (at most 100) a page of another origin calling the API unallowed.
-
-    The browser hides the answer from such a page (no CORS headers), so the widget there stays
-    empty; the site owner sees why in the console, the operator sees it here.
-    """
-    allow, warned = frozenset(allowed), set[str]()
-
-    def log_refused(response: Response) -> Response:
-        origin = request.headers.get("Origin")
-        if (
-            origin
-            and request.path.startswith("/api/")
-            and origin not in allow
-            and origin != request.host_url.rstrip("/")
-            and origin not in warned
-            and len(warned) < 100
-        ):
-            warned.add(origin)
-            log.warning(
-                "a page of %s called the API, but that origin is not in web.cors_origins: "
-                "browsers hide the answers from it (an embedded widget there stays empty)",
-                printable(origin),
-            )
-        return response
-
-    return log_refused
 
 
 def _headers(response: Response) -> Response:

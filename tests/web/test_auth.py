@@ -133,9 +133,9 @@ def test_a_refused_origin_is_logged_once(
 ) -> None:
     """The operator's side of the widget's console warning: which origin was refused."""
     client = make_app(web={"cors_origins": [ALLOWED]}).test_client()
-    with caplog.at_level(logging.WARNING, logger="recengine.web.app"):
+    with caplog.at_level(logging.WARNING, logger="recengine.web.cors"):
         for origin in ("https://evil.example", "https://evil.example", ALLOWED):
             client.get("/api/v1/articles/nope", headers={"Origin": origin})
         client.get("/", headers={"Origin": "https://page.example"})  # not the API: not logged
-    said = [r.getMessage() for r in caplog.records if r.name == "recengine.web.app"]
+    said = [r.getMessage() for r in caplog.records if r.name == "recengine.web.cors"]
     assert len(said) == 1 and "https://evil.example" in said[0] and "cors_origins" in said[0]
