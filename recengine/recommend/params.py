@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
@@ -27,9 +28,15 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+# Numbers as text: ASCII digits only (str.isdigit(), int() and float() also take other
+# scripts' digits: "٣" is 3, and "²".isdigit() while int("²") fails).
+INTEGER = re.compile(r"-?[0-9]{1,19}")
+DECIMAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]{1,3})?")
+
+
 def check_int(value: Any, name: str, low: int, high: int) -> int:
-    """An integer in ``[low, high]`` (digit strings accepted, as from a query string)."""
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) < 20:
+    """An integer in ``[low, high]`` (strings of ASCII digits accepted, as from a query string)."""
+    if isinstance(value, str) and INTEGER.fullmatch(value.strip()):
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise InvalidRequest(f"{name} must be an integer from {low} to {high}, got {_shown(value)}")
@@ -59,10 +66,9 @@ def check_time(value: Any, name: str, zone: tzinfo = UTC) -> datetime | None:
 
 def check_score(value: Any, name: str = "min_score") -> float:
     if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise InvalidRequest(f"{name} must be a number from 0 to 1") from None
+        if not DECIMAL.fullmatch(value.strip()):
+            raise InvalidRequest(f"{name} must be a number from 0 to 1, got {_shown(value)}")
+        value = float(value)
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
         raise InvalidRequest(f"{name} must be a number from 0 to 1, got {_shown(value)}")
     return float(value)

@@ -34,7 +34,7 @@ from recengine.web import (
 from recengine.web.answers import CachedReads
 from recengine.web.auth import ApiJSONProvider, ApiRequest
 from recengine.web.feedback import BeaconBodies
-from recengine.web.paths import IdConverter, IdPaths
+from recengine.web.paths import AsciiIntConverter, IdConverter, IdPaths
 from recengine.web.routing import ApiPlugin, Router
 from recengine.web.schemas import ErrorBody, build_models
 from recengine.web.schemas_editorial import build_editorial_models
@@ -65,6 +65,7 @@ def create_app(settings: Settings | None = None, *, tokenizer: Tokenizer | None 
     app.json = ApiJSONProvider(app)
     app.config["MAX_CONTENT_LENGTH"] = settings.web.max_body_bytes
     app.url_map.converters["id"] = IdConverter
+    app.url_map.converters["int"] = AsciiIntConverter
     engine = make_engine(settings.resolved_database_url, create=False)
     check_schema(engine)
     models = build_models(settings)

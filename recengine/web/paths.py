@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
 
-from werkzeug.routing import BaseConverter, ValidationError
+from werkzeug.routing import BaseConverter, IntegerConverter, ValidationError
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -59,6 +59,17 @@ class IdConverter(BaseConverter):
 
     def to_url(self, value: str) -> str:
         return quote(value, safe="")
+
+
+class AsciiIntConverter(IntegerConverter):
+    """werkzeug's ``<int:...>`` with ASCII digits only.
+
+    werkzeug's pattern is ``\\d+``, which matches every Unicode digit, and ``int()`` reads them:
+    ``DELETE /api/v1/overrides/%D9%A3`` (Arabic-Indic three) deleted override 3. Registered as
+    ``int``, so every number in a path is ``[0-9]+``; anything else matches no route (404).
+    """
+
+    regex = r"[0-9]+"
 
 
 def split_article_path(

@@ -11,6 +11,8 @@ validates JSON Lines files: one record format for files and HTTP.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
@@ -31,6 +33,7 @@ from pydantic import (
 
 from recengine.config import Settings
 from recengine.pipeline.records import ID_PATTERN, ArticleRecord
+from recengine.recommend.params import DECIMAL, INTEGER
 from recengine.times import TIME_SCHEMA, TIME_TEXT_SCHEMA, parse_time
 
 # The caller's id of an article or a reader: 1-255 characters, not all blank, no control
@@ -49,6 +52,21 @@ def _no_nul(text: str) -> str:
 StoredText = Annotated[
     str, AfterValidator(_no_nul), Field(json_schema_extra={"pattern": r"^[^\x00]*$"})
 ]
+
+
+def _ascii_number(pattern: re.Pattern[str], what: str) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if isinstance(value, str) and not pattern.fullmatch(value):
+            raise ValueError(f"must be {what} written in ASCII digits (0-9)")
+        return value
+
+    return check
+
+
+# Numbers in a query string: ASCII digits only, as in paths (pydantic alone also takes
+# " 3", "3.0" and "1_000" for an integer).
+QueryInt = Annotated[int, BeforeValidator(_ascii_number(INTEGER, "an integer"))]
+QueryFloat = Annotated[float, BeforeValidator(_ascii_number(DECIMAL, "a number"))]
 
 # A stored row's id (a signed 64-bit key).
 RowId = Annotated[int, Field(ge=1, le=2**63 - 1)]
@@ -305,7 +323,7 @@ class Filters(BaseModel):
     )
     published_after: TimeText = Field(None, description="Published at or after (also: after).")
     published_before: TimeText = Field(None, description="Published before (also: before).")
-    min_score: float | None = Field(
+    min_score: QueryFloat | None = Field(
         None,
         ge=0.0,
         le=1.0,
@@ -340,8 +358,8 @@ class Filters(BaseModel):
 class RelatedQuery(Filters):
     """Query of ``GET /api/v1/articles/<id>/related`` (limits from settings, see build_models)."""
 
-    k: int = 10
-    offset: int = 0
+    k: QueryInt = 10
+    offset: QueryInt = 0
     reader: ExternalId | None = Field(
         None, description="The reader's id, when the page knows one: splits A/B traffic."
     )
@@ -353,7 +371,7 @@ class RelatedQuery(Filters):
 
 
 class FeedQuery(Filters):
-    k: int = 20
+    k: QueryInt = 20
 
 
 class ArticleUpsert(RootModel[Any]):
@@ -416,14 +434,16 @@ def build_models(settings: Settings) -> Models:
         ]
 
     class RelatedQueryModel(RelatedQuery):
-        k: int = Field(related.default_k, ge=1, le=related.max_k, description="Items wanted.")
-        offset: int = Field(0, ge=0, le=related.max_offset, description="Items to skip (paging).")
+        k: QueryInt = Field(related.default_k, ge=1, le=related.max_k, description="Items wanted.")
+        offset: QueryInt = Field(
+            0, ge=0, le=related.max_offset, description="Items to skip (paging)."
+        )
         exclude: list[ExternalId] = Field(default_factory=list, max_length=values)
         categories: list[Label] = Field(default_factory=list, max_length=values)
         tags: list[Label] = Field(default_factory=list, max_length=values)
 
     class FeedQueryModel(FeedQuery):
-        k: int = Field(feed.default_k, ge=1, le=feed.max_k, description="Items wanted.")
+        k: QueryInt = Field(feed.default_k, ge=1, le=feed.max_k, description="Items wanted.")
         exclude: list[ExternalId] = Field(default_factory=list, max_length=values)
         categories: list[Label] = Field(default_factory=list, max_length=values)
         tags: list[Label] = Field(default_factory=list, max_length=values)

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, RootModel, Tag
 
 from recengine.config import Settings
-from recengine.web.schemas import ExternalId, StoredText
+from recengine.web.schemas import ExternalId, QueryInt, StoredText
 
 OverrideKind = Literal["not_duplicate", "same_article", "canonical", "pin", "block", "exclude"]
 KIND_HELP = (
@@ -123,8 +123,8 @@ class OverridesQuery(BaseModel):
 
     kind: list[OverrideKind] = Field(default_factory=list, description="Only these kinds.")
     article: ExternalId | None = Field(None, description="Only overrides naming this article.")
-    after: int = Field(0, ge=0, le=2**63 - 1, description="Only overrides with a larger id.")
-    limit: int = Field(100, ge=1, le=1_000)
+    after: QueryInt = Field(0, ge=0, le=2**63 - 1, description="Only overrides with a larger id.")
+    limit: QueryInt = Field(100, ge=1, le=1_000)
 
 
 class FeedbackEvent(BaseModel):
