@@ -15,14 +15,18 @@ import hmac
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl
 
 from flask import Request, request
 from flask.json.provider import DefaultJSONProvider
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.datastructures import MultiDict
+from werkzeug.exceptions import BadRequest, RequestEntityTooLarge
+from werkzeug.utils import cached_property
 
 from recengine import jsontext
 from recengine.config import Settings
 from recengine.web.errors import AccessDenied, AuthRequired, InvalidJson, WritesDisabled
+from recengine.web.paths import not_utf8_message
 from recengine.web.services import services
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -147,7 +151,23 @@ def utf8_text(data: bytes | bytearray) -> str:
 
 
 class ApiRequest(Request):
-    """Flask's request, with a JSON error that says where the body went wrong."""
+    """Flask's request, with a JSON error that says where the body went wrong, and a query
+    string read as UTF-8 or refused.
+
+    werkzeug reads the query's raw bytes as UTF-8 strictly (raw bytes that are not UTF-8, which
+    a server such as werkzeug's own passes on, raised ``UnicodeDecodeError``: a 500) and keeps
+    a percent-escape that does not decode to UTF-8 as its literal text (``?tags=%FF`` was the
+    tag ``"%FF"``). Both are refused here with 400 and how to send the URL.
+    """
+
+    @cached_property
+    def args(self) -> MultiDict[str, str]:
+        try:
+            text = self.query_string.decode("utf-8")
+            pairs = parse_qsl(text, keep_blank_values=True, errors="strict")
+        except UnicodeDecodeError as exc:
+            raise BadRequest(not_utf8_message(exc.object[exc.start])) from None
+        return self.parameter_storage_class(pairs)
 
     def on_json_loading_failed(self, e: ValueError | None) -> Any:
         if e is None:  # not a JSON content type: Flask's 415

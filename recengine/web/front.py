@@ -23,6 +23,7 @@ from email.utils import formatdate
 from urllib.parse import unquote_to_bytes
 
 from recengine.web.errors import too_large_message
+from recengine.web.paths import ascii_target
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 REASONS = {
@@ -174,6 +175,12 @@ def _frame(raw: bytes, limits: Limits) -> Head:
     if len(line) > limits.max_line:
         raise HttpError(414, "uri_too_long", f"request line over {limits.max_line} bytes")
     parts = line.split(b" ")
+    if len(parts) > 1 and not parts[1].isascii():  # a URL typed by hand: ?categories=数据库
+        try:
+            parts[1] = ascii_target(parts[1])
+        except ValueError as exc:
+            raise HttpError(400, "bad_request", str(exc)) from None
+        raw = b" ".join(parts) + b"\r\n" + rest
     method = parts[0].decode("latin-1")
     path = parts[1].decode("latin-1") if len(parts) > 1 else ""
     version = parts[2].decode("latin-1") if len(parts) > 2 else ""

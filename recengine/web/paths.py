@@ -24,6 +24,7 @@ where ``%2F`` and ``/`` cannot be told apart.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
@@ -70,6 +71,38 @@ class AsciiIntConverter(IntegerConverter):
     """
 
     regex = r"[0-9]+"
+
+
+_HIGH_BYTE = re.compile(rb"[\x80-\xff]")
+
+
+def ascii_target(target: bytes) -> bytes:
+    """A request target as sent, with raw UTF-8 bytes percent-encoded.
+
+    A URL typed or pasted by hand (``?categories=数据库``) reaches the server as raw UTF-8
+    bytes, which HTTP does not allow in a request line (gunicorn refuses it; other servers
+    pass it on as it is). Percent-encoding those bytes is what a browser does, and changes
+    nothing for anything that decodes the URL, so such a request is answered as if encoded.
+
+    Raises:
+        ValueError: bytes that are not UTF-8 (they cannot be read unambiguously), with a
+            message saying how to send the URL.
+    """
+    if target.isascii():
+        return target
+    try:
+        target.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(not_utf8_message(target[exc.start])) from None
+    return _HIGH_BYTE.sub(lambda m: b"%%%02X" % m.group()[0], target)
+
+
+def not_utf8_message(byte: int) -> str:
+    return (
+        f"the URL holds a byte that is not UTF-8 (0x{byte:02x}): send the URL's text as "
+        "UTF-8, percent-encoded (?categories=%E6%95%B0%E6%8D%AE%E5%BA%93 for "
+        "?categories=数据库)"
+    )
 
 
 def split_article_path(

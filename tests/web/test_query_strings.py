@@ -3,15 +3,21 @@ items 22-23; issue 46, item 12), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import json
+import socket
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 import pytest
 from flask.testing import FlaskClient
 
+from recengine.config import Settings
 from recengine.errors import InvalidRequest
 from recengine.recommend.params import check_int, check_score
 from tests.web.conftest import AUTH
+from tests.web.serving import call, served
 from tests.web.test_articles import assert_error
+from tests.web.test_serve import server_env
 
 OVERRIDES = "/api/v1/overrides"
 # Digits of other scripts that str.isdigit(), int() or werkzeug's \d take for ASCII ones.
@@ -67,3 +73,70 @@ def test_python_callers_get_the_same_rule_for_numbers_given_as_text() -> None:
     for value in ("٠.٥", "０.5", "nan"):
         with pytest.raises(InvalidRequest, match="min_score must be a number"):
             check_score(value)
+
+
+# -- raw UTF-8 in a URL, as a newcomer pastes it (issue 45, item 22) -------------------------
+
+TAG = "个人经历"  # a tag of the corpus's articles
+NOT_UTF8 = ["tags=\xff", "tags=%FF", "tags=%E4%B8"]  # a raw byte; escapes of a byte, half a char
+
+
+def related_path(corpus: list[dict[str, Any]]) -> str:
+    return f"/api/v1/articles/{quote(corpus[1]['id'], safe='')}/related"
+
+
+def assert_not_utf8(status: int, body: dict[str, Any]) -> None:
+    assert status == 400 and body["error"]["code"] == "bad_request", body
+    message = body["error"]["message"]
+    assert "not UTF-8" in message and "?categories=%E6%95%B0%E6%8D%AE%E5%BA%93" in message
+    assert "数据库" in message
+
+
+def as_sent(path: str, query: str) -> dict[str, str]:
+    """The environ of a request whose query string's bytes are ``query`` (latin-1 text)."""
+    return {"QUERY_STRING": query, "RAW_URI": f"{path}?{query}", "REQUEST_URI": f"{path}?{query}"}
+
+
+def test_the_app_reads_a_raw_utf8_query_and_refuses_one_it_cannot_decode(
+    client: FlaskClient, corpus: list[dict[str, Any]]
+) -> None:
+    """A WSGI server that passes raw bytes on (werkzeug's own) gives them to the app as is."""
+    path = related_path(corpus)
+    encoded = client.get(f"{path}?tags={quote(TAG)}&min_score=0")
+    assert encoded.status_code == 200 and encoded.get_json()["items"]
+    raw = f"tags={TAG}&min_score=0".encode().decode("latin-1")  # PEP 3333: bytes as latin-1
+    typed = client.get(path, environ_overrides=as_sent(path, raw))
+    assert typed.status_code == 200 and typed.get_json() == encoded.get_json()
+    for query in NOT_UTF8:
+        response = client.get(path, environ_overrides=as_sent(path, query))
+        assert_not_utf8(response.status_code, assert_error(response, 400, "bad_request"))
+
+
+def raw_get(base: str, target: bytes) -> tuple[int, dict[str, Any]]:
+    """GET with the target's bytes as they are (http.client would refuse raw UTF-8)."""
+    parts = urlsplit(base)
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+        sock.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), json.loads(body.decode("utf-8"))
+
+
+def test_the_server_answers_a_url_typed_with_raw_utf8(
+    settings: Settings, corpus: list[dict[str, Any]]
+) -> None:
+    """gunicorn refuses raw UTF-8 in a request line (400, the line quoted as mojibake): the
+    worker percent-encodes it first, as a browser would, or says how to send it."""
+    path = related_path(corpus)
+    with served(["serve", "--port", "0", "--workers", "1"], server_env(settings)) as server:
+        encoded = call(server.url, "GET", f"{path}?tags={quote(TAG)}&min_score=0")
+        assert encoded.status == 200 and encoded.json()["items"]
+        status, body = raw_get(server.url, f"{path}?tags={TAG}&min_score=0".encode())
+        assert status == 200 and body == encoded.json()
+        status, body = raw_get(server.url, f"/api/v1/users/读者/feed?tags={TAG}".encode())
+        assert status == 200 and body["user"] == "读者", body
+        for query in NOT_UTF8:
+            status, body = raw_get(server.url, f"{path}?".encode() + query.encode("latin-1"))
+            assert_not_utf8(status, body)
