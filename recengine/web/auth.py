@@ -15,7 +15,6 @@ import hmac
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl
 
 from flask import Request, request
 from flask.json.provider import DefaultJSONProvider
@@ -26,7 +25,8 @@ from werkzeug.utils import cached_property
 from recengine import jsontext
 from recengine.config import Settings
 from recengine.web.errors import AccessDenied, AuthRequired, InvalidJson, WritesDisabled
-from recengine.web.paths import not_utf8_message
+from recengine.web.paths import not_utf8_message, query_pairs
+from recengine.web.schemas import LIST_PARAMETERS
 from recengine.web.services import services
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -157,14 +157,14 @@ class ApiRequest(Request):
     werkzeug reads the query's raw bytes as UTF-8 strictly (raw bytes that are not UTF-8, which
     a server such as werkzeug's own passes on, raised ``UnicodeDecodeError``: a 500) and keeps
     a percent-escape that does not decode to UTF-8 as its literal text (``?tags=%FF`` was the
-    tag ``"%FF"``). Both are refused here with 400 and how to send the URL.
+    tag ``"%FF"``). Both are refused here with 400 and how to send the URL. The values of a list
+    parameter are also split at literal commas (``?exclude=a,b``: :func:`query_pairs`).
     """
 
     @cached_property
     def args(self) -> MultiDict[str, str]:
         try:
-            text = self.query_string.decode("utf-8")
-            pairs = parse_qsl(text, keep_blank_values=True, errors="strict")
+            pairs = query_pairs(self.query_string.decode("utf-8"), LIST_PARAMETERS)
         except UnicodeDecodeError as exc:
             raise BadRequest(not_utf8_message(exc.object[exc.start])) from None
         return self.parameter_storage_class(pairs)

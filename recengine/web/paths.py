@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
+from urllib.parse import quote, unquote, unquote_plus, unquote_to_bytes, urlsplit
 
 from werkzeug.routing import BaseConverter, IntegerConverter, ValidationError
 
@@ -103,6 +103,29 @@ def not_utf8_message(byte: int) -> str:
         "UTF-8, percent-encoded (?categories=%E6%95%B0%E6%8D%AE%E5%BA%93 for "
         "?categories=数据库)"
     )
+
+
+def query_pairs(text: str, lists: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """A query string's ``(name, value)`` pairs, in order, blank values kept.
+
+    A parameter named in ``lists`` takes several values, given repeated
+    (``?exclude=a&exclude=b``) or separated by literal commas (``?exclude=a,b``); a comma that is
+    part of a value is sent percent-encoded (``%2C``: what ``quote()`` and
+    ``encodeURIComponent`` send), so ``?exclude=x%2Cy`` is the one id ``x,y``.
+
+    Raises:
+        UnicodeDecodeError: a percent-escape that does not decode to UTF-8.
+    """
+    split = frozenset(lists)
+    pairs = []
+    for piece in text.split("&"):
+        if not piece:
+            continue
+        raw_name, _, raw_value = piece.partition("=")
+        name = unquote_plus(raw_name, errors="strict")
+        values = raw_value.split(",") if name in split else [raw_value]
+        pairs += [(name, unquote_plus(v, errors="strict")) for v in values]
+    return pairs
 
 
 def split_article_path(

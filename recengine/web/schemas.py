@@ -299,6 +299,18 @@ class LiveOut(_Out):
 Label = Annotated[str, Field(min_length=1, max_length=255)]
 
 
+# Query parameters that take several values (of every operation): repeated, or separated by
+# literal commas (``web.paths.query_pairs``). tests/web/test_query_strings.py checks that it
+# names every list of every query model.
+LIST_PARAMETERS = frozenset({"exclude", "categories", "category", "tags", "tag", "kind"})
+_LIST_HELP = " Repeat the parameter, or separate values with commas (a comma in a value: %2C)."
+FILTER_HELP = {
+    "exclude": "Article ids to leave out." + _LIST_HELP,
+    "categories": "Only these categories (also: category)." + _LIST_HELP,
+    "tags": "Only articles with one of these (also: tag)." + _LIST_HELP,
+}
+
+
 class Filters(BaseModel):
     """Restrictions of related lists and feeds (repeat a list parameter for several values).
 
@@ -314,13 +326,9 @@ class Filters(BaseModel):
         "before": "published_before",
     }
 
-    exclude: list[ExternalId] = Field(default_factory=list, description="Article ids to leave out.")
-    categories: list[Label] = Field(
-        default_factory=list, description="Only these categories (also: category)."
-    )
-    tags: list[Label] = Field(
-        default_factory=list, description="Only articles with one of these (also: tag)."
-    )
+    exclude: list[ExternalId] = Field(default_factory=list, description=FILTER_HELP["exclude"])
+    categories: list[Label] = Field(default_factory=list, description=FILTER_HELP["categories"])
+    tags: list[Label] = Field(default_factory=list, description=FILTER_HELP["tags"])
     published_after: TimeText = Field(None, description="Published at or after (also: after).")
     published_before: TimeText = Field(None, description="Published before (also: before).")
     min_score: QueryFloat | None = Field(
@@ -415,6 +423,9 @@ def build_models(settings: Settings) -> Models:
     web, related, feed = settings.web, settings.related, settings.feed
     values = related.max_filter_values
 
+    def listed(name: str) -> Any:
+        return Field(default_factory=list, max_length=values, description=FILTER_HELP[name])
+
     class ArticleUpsertModel(ArticleUpsert):
         root: Annotated[
             Annotated[ArticleRecord, Tag("one")]
@@ -438,15 +449,15 @@ def build_models(settings: Settings) -> Models:
         offset: QueryInt = Field(
             0, ge=0, le=related.max_offset, description="Items to skip (paging)."
         )
-        exclude: list[ExternalId] = Field(default_factory=list, max_length=values)
-        categories: list[Label] = Field(default_factory=list, max_length=values)
-        tags: list[Label] = Field(default_factory=list, max_length=values)
+        exclude: list[ExternalId] = listed("exclude")
+        categories: list[Label] = listed("categories")
+        tags: list[Label] = listed("tags")
 
     class FeedQueryModel(FeedQuery):
         k: QueryInt = Field(feed.default_k, ge=1, le=feed.max_k, description="Items wanted.")
-        exclude: list[ExternalId] = Field(default_factory=list, max_length=values)
-        categories: list[Label] = Field(default_factory=list, max_length=values)
-        tags: list[Label] = Field(default_factory=list, max_length=values)
+        exclude: list[ExternalId] = listed("exclude")
+        categories: list[Label] = listed("categories")
+        tags: list[Label] = listed("tags")
 
     for cls, name in (
         (ArticleUpsertModel, "ArticleUpsert"),

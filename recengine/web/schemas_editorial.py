@@ -121,7 +121,10 @@ class OverridesOut(_Out):
 class OverridesQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: list[OverrideKind] = Field(default_factory=list, description="Only these kinds.")
+    kind: list[OverrideKind] = Field(
+        default_factory=list,
+        description="Only these kinds (repeat the parameter, or separate kinds with commas).",
+    )
     article: ExternalId | None = Field(None, description="Only overrides naming this article.")
     after: QueryInt = Field(0, ge=0, le=2**63 - 1, description="Only overrides with a larger id.")
     limit: QueryInt = Field(100, ge=1, le=1_000)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
-from typing import Any
+from typing import Any, get_origin
 from urllib.parse import quote, urlsplit
 
 import pytest
@@ -14,6 +14,9 @@ from flask.testing import FlaskClient
 from recengine.config import Settings
 from recengine.errors import InvalidRequest
 from recengine.recommend.params import check_int, check_score
+from recengine.web.demo_page import DemoQuery
+from recengine.web.schemas import LIST_PARAMETERS, build_models
+from recengine.web.schemas_editorial import OverridesQuery
 from tests.web.conftest import AUTH
 from tests.web.serving import call, served
 from tests.web.test_articles import assert_error
@@ -140,3 +143,66 @@ def test_the_server_answers_a_url_typed_with_raw_utf8(
         for query in NOT_UTF8:
             status, body = raw_get(server.url, f"{path}?".encode() + query.encode("latin-1"))
             assert_not_utf8(status, body)
+
+
+# -- list parameters: repeated, or separated by commas (issue 45, item 23) --------------------
+
+
+def listed(client: FlaskClient, path: str) -> list[str]:
+    response = client.get(path)
+    assert response.status_code == 200, response.get_data()[:300]
+    return [i["id"] for i in response.get_json()["items"]]
+
+
+def test_list_parameters_split_at_commas_and_keep_an_encoded_one(
+    client: FlaskClient, corpus: list[dict[str, Any]]
+) -> None:
+    query, a, b = corpus[5], corpus[6], corpus[2]
+    mixed = query["content"][:1500] + "\n" + a["content"][:1500]
+    fresh = {"id": "mixed,copy", "title": "新文章", "content": mixed}  # an id with a comma
+    assert client.post("/api/v1/articles", json=fresh, headers=AUTH).status_code == 200
+    path = f"/api/v1/articles/{quote(query['id'], safe='')}/related?k=50&min_score=0"
+    every = listed(client, path)
+    assert {a["id"], b["id"], "mixed,copy"} <= set(every)
+    pair = f"{quote(a['id'], safe='')},{quote(b['id'], safe='')}"
+    assert {a["id"], b["id"]}.isdisjoint(listed(client, f"{path}&exclude={pair}"))
+    assert "mixed,copy" not in listed(client, f"{path}&exclude=mixed%2Ccopy")
+    assert "mixed,copy" in listed(client, f"{path}&exclude=mixed,copy")  # "mixed" and "copy"
+    # categories and tags: any of the values (before: the one category "走近作者,x")
+    tags = {t for r in corpus if r["id"] in every for t in r.get("tags") or []}
+    assert len(tags) >= 2, tags
+    one, two = sorted(tags)[:2]
+    both = listed(client, f"{path}&tags={quote(one)},{quote(two)}")
+    assert set(both) == set(listed(client, f"{path}&tags={quote(one)}&tags={quote(two)}"))
+    assert set(both) > set(listed(client, f"{path}&tags={quote(one)}"))
+    category = corpus[1]["category"]
+    assert listed(client, f"{path}&category={quote(category)},none") == listed(
+        client, f"{path}&category={quote(category)}"
+    )
+    # an empty value between commas is refused, never dropped
+    response = client.get(f"{path}&exclude={quote(a['id'], safe='')},")
+    assert_error(response, 422, "invalid_request")
+
+
+def test_override_kinds_split_at_commas(client: FlaskClient, corpus: list[dict[str, Any]]) -> None:
+    ids = [r["id"] for r in corpus]
+    for kind, other in (("block", ids[1]), ("pin", ids[2]), ("block", ids[3])):
+        body = {"kind": kind, "article": ids[0], "other": other}
+        assert client.post(OVERRIDES, json=body, headers=AUTH).status_code == 200
+    for query in ("kind=pin,exclude", "kind=pin&kind=exclude"):
+        found = client.get(f"{OVERRIDES}?{query}", headers=AUTH).get_json()["overrides"]
+        assert [o["kind"] for o in found] == ["pin"]
+    found = client.get(f"{OVERRIDES}?kind=block,pin", headers=AUTH).get_json()["overrides"]
+    assert len(found) == 3
+
+
+def test_every_list_parameter_is_split(settings: Settings) -> None:
+    """LIST_PARAMETERS names every list of every query model (and their other spellings)."""
+    models = build_models(settings)
+    lists = set()
+    for model in (models.related_query, models.feed_query, OverridesQuery, DemoQuery):
+        aliases = getattr(model, "ALIASES", {})
+        for name, field in model.model_fields.items():
+            if get_origin(field.annotation) is list:
+                lists |= {name, *(a for a, n in aliases.items() if n == name)}
+    assert lists == LIST_PARAMETERS
