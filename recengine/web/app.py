@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from flask import Flask, Response, request
-from spectree import SecurityScheme, SecuritySchemeData, SpecTree
+from spectree import SecurityScheme, SecuritySchemeData
 from spectree.models import SecureType
 
 from recengine.config import Settings, load_settings
@@ -35,7 +35,7 @@ from recengine.web.answers import CachedReads
 from recengine.web.auth import ApiJSONProvider, ApiRequest
 from recengine.web.feedback import BeaconBodies
 from recengine.web.paths import AsciiIntConverter, IdConverter, IdPaths
-from recengine.web.routing import ApiPlugin, Router
+from recengine.web.routing import ApiPlugin, ApiSpec, Router
 from recengine.web.schemas import ErrorBody, build_models
 from recengine.web.schemas_editorial import build_editorial_models
 from recengine.web.services import Services, package_version
@@ -89,8 +89,8 @@ def create_app(settings: Settings | None = None, *, tokenizer: Tokenizer | None 
     return app
 
 
-def _spec() -> SpecTree:
-    return SpecTree(
+def _spec() -> ApiSpec:
+    return ApiSpec(
         "flask",
         backend=ApiPlugin,
         title="recengine",

@@ -86,6 +86,7 @@ def init_app(router: Router, models: EditorialModels) -> None:
             ok=FeedbackCounted,
             json=models.feedback_in,
             errors=(NotFound, RateLimited, Overloaded),
+            media_types=("text/plain",),  # navigator.sendBeacon's (BeaconBodies)
         )
 
 

@@ -45,10 +45,28 @@ def _validated(part: str, model: type[M]) -> M:
     return value
 
 
+class ApiSpec(SpecTree):
+    """spectree's document generator, publishing the other media types an operation's body
+    may have (spectree knows ``application/json`` only)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.media_types: dict[str, tuple[str, ...]] = {}  # by operation id
+
+    def _generate_spec(self) -> dict[str, Any]:
+        spec = super()._generate_spec()
+        for operations in spec["paths"].values():
+            for operation in operations.values():
+                content = operation.get("requestBody", {}).get("content", {})
+                for media in self.media_types.get(operation.get("operationId", ""), ()):
+                    content[media] = content["application/json"]
+        return spec
+
+
 @dataclass(frozen=True)
 class Router:
     app: Flask
-    api: SpecTree
+    api: ApiSpec
     settings: Settings
 
     def add(
@@ -66,6 +84,7 @@ class Router:
         ok_description: str = "",
         unavailable: type[BaseModel] | None = None,
         html: bool = False,
+        media_types: tuple[str, ...] = (),
     ) -> None:
         """Add ``view`` at ``rule`` for ``method``.
 
@@ -77,7 +96,10 @@ class Router:
             json, query: models validating the body and the query string.
             unavailable: model of the 503 body when it is not the error body (health).
             html: the view renders a page, also for its own errors.
+            media_types: other media types the ``json`` body is accepted as (read as JSON).
         """
+        if media_types:
+            self.api.media_types[view.__name__] = media_types
         requirement = {} if write is None else security(self.settings, write=write)
         documented = [*errors]
         if requirement:

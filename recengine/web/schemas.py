@@ -66,7 +66,7 @@ def _ascii_number(pattern: re.Pattern[str], what: str) -> Callable[[Any], Any]:
 # Numbers in a query string: ASCII digits only, as in paths (pydantic alone also takes
 # " 3", "3.0" and "1_000" for an integer).
 QueryInt = Annotated[int, BeforeValidator(_ascii_number(INTEGER, "an integer"))]
-QueryFloat = Annotated[float, BeforeValidator(_ascii_number(DECIMAL, "a number"))]
+_ASCII_DECIMAL = BeforeValidator(_ascii_number(DECIMAL, "a number"))
 
 # A stored row's id (a signed 64-bit key).
 RowId = Annotated[int, Field(ge=1, le=2**63 - 1)]
@@ -155,11 +155,16 @@ class RelatedItem(_Out):
     title: str
     url: str | None
     score: float = Field(
-        description="Cosine similarity of the TF-IDF vectors, 0..1 (blended with the "
-        "variant's weights in an A/B test)."
+        description="The ranking's score, 0..1 (the list is in its order). In a related list: "
+        "(1 - w) x cosine of the TF-IDF vectors + w x cosine of the dense (LSA) vectors, "
+        "w = related.dense_weight (the TF-IDF cosine alone when w = 0 or the model has no "
+        "dense part); in an A/B test the variant may add category and tag parts. In a feed: "
+        "the cosine to the reader's interest the item was found for (0 for a fresh article)."
     )
     reasons: dict[str, Any] = Field(
-        description="Why it was chosen: shared terms and weights; pinned: an editor's pin."
+        description="Why it was chosen: shared_terms (each term's share of the score), dense "
+        "(the dense part's share), same_category, shared_tags; pinned: an editor's pin; in "
+        "feeds because_you_read, interest_share, or fresh (a reader with no history)."
     )
 
 
@@ -311,14 +316,28 @@ FILTER_HELP = {
 }
 
 
+def _declare_aliases(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    """Publish each other spelling of a parameter (``ALIASES``) with its parameter's schema."""
+    properties = schema.get("properties", {})
+    for alias, name in getattr(model, "ALIASES", {}).items():
+        if name in properties:
+            found = dict(properties[name])
+            found["description"] = f"The command line's spelling of {name}" + (
+                ", added to its values." if name in LIST_PARAMETERS else " (give one, not both)."
+            )
+            found.pop("title", None)
+            properties[alias] = found
+
+
 class Filters(BaseModel):
     """Restrictions of related lists and feeds (repeat a list parameter for several values).
 
     The command line's spellings are accepted too (``tag``, ``category``, ``after``,
-    ``before``); any other name is refused (``routing`` names it), never silently ignored.
+    ``before``, published as parameters of their own); any other name is refused
+    (``routing`` names it), never silently ignored.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_declare_aliases)
     ALIASES: ClassVar[dict[str, str]] = {
         "tag": "tags",
         "category": "categories",
@@ -331,10 +350,8 @@ class Filters(BaseModel):
     tags: list[Label] = Field(default_factory=list, description=FILTER_HELP["tags"])
     published_after: TimeText = Field(None, description="Published at or after (also: after).")
     published_before: TimeText = Field(None, description="Published before (also: before).")
-    min_score: QueryFloat | None = Field(
+    min_score: Annotated[float, Field(ge=0.0, le=1.0), _ASCII_DECIMAL] | None = Field(
         None,
-        ge=0.0,
-        le=1.0,
         description="Smallest score shown (related lists: default the server's related.min_score"
         "; 0 = no floor).",
     )
