@@ -9,11 +9,12 @@ request's database session is rolled back.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable
 from typing import Any
 
-from flask import Flask, Request, current_app, jsonify
+from flask import Flask, Request, current_app
 from flask import Response as FlaskResponse
 from flask.typing import ResponseReturnValue
 from pydantic import ValidationError
@@ -154,8 +155,22 @@ def too_large_message(limit: object) -> str:
     return f"request body over the limit of {limit} bytes (web.max_body_bytes)"
 
 
+def error_body(code: str, message: str) -> bytes:
+    """The bytes of the JSON error body ``{"error": {"code": ..., "message": ...}}``: the one
+    formatter of every error a client sees, from Flask's handlers and from the worker's event
+    loop alike (compact, UTF-8 as is, a final newline, as Flask's ``jsonify`` writes it).
+
+    Never fails: a lone surrogate in a message (a caller's text quoted) becomes ``?``.
+    """
+    text = json.dumps(
+        {"error": {"code": code, "message": message}}, ensure_ascii=False, separators=(",", ":")
+    )
+    return (text + "\n").encode("utf-8", "replace")
+
+
 def error_response(code: str, message: str, status: int) -> tuple[FlaskResponse, int]:
-    return jsonify(error={"code": code, "message": message}), status
+    body = current_app.response_class(error_body(code, message), mimetype="application/json")
+    return body, status
 
 
 def validation_hook(

@@ -415,6 +415,22 @@ class EventsIn(RootModel[Any]):
         return list(root) if isinstance(root, list) else [root]
 
 
+def batch_size(limit: int, setting: str, noun: str) -> BeforeValidator:
+    """Refuse a JSON array of more than ``limit`` items, naming the setting, before any item
+    is validated (pydantic's own check says "List should have at most 500 items after
+    validation", once it has validated all of them)."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, list) and len(value) > limit:
+            raise ValueError(
+                f"a batch holds at most {limit} {noun} ({setting}), got {len(value)}: "
+                "send it in several requests"
+            )
+        return value
+
+    return BeforeValidator(check)
+
+
 def _listed(value: Any) -> list[Any]:
     return [] if value is None else list(value) if isinstance(value, list) else [value]
 
@@ -447,7 +463,10 @@ def build_models(settings: Settings) -> Models:
         root: Annotated[
             Annotated[ArticleRecord, Tag("one")]
             | Annotated[
-                list[ArticleRecord], Field(min_length=1, max_length=web.max_batch), Tag("batch")
+                list[ArticleRecord],
+                Field(min_length=1, max_length=web.max_batch),
+                batch_size(web.max_batch, "web.max_batch", "articles"),
+                Tag("batch"),
             ],
             Discriminator(_shape),
         ]
@@ -456,7 +475,10 @@ def build_models(settings: Settings) -> Models:
         root: Annotated[
             Annotated[EventIn, Tag("one")]
             | Annotated[
-                list[EventIn], Field(min_length=1, max_length=web.max_events), Tag("batch")
+                list[EventIn],
+                Field(min_length=1, max_length=web.max_events),
+                batch_size(web.max_events, "web.max_events", "events"),
+                Tag("batch"),
             ],
             Discriminator(_shape),
         ]

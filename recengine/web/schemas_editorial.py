@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, RootModel, Tag
 
 from recengine.config import Settings
-from recengine.web.schemas import ExternalId, QueryInt, StoredText
+from recengine.web.schemas import ExternalId, QueryInt, StoredText, batch_size
 
 OverrideKind = Literal["not_duplicate", "same_article", "canonical", "pin", "block", "exclude"]
 KIND_HELP = (
@@ -176,7 +176,12 @@ def build_editorial_models(settings: Settings, variants: Sequence[str]) -> Edito
     class FeedbackInModel(FeedbackIn):
         root: Annotated[
             Annotated[FeedbackEvent, Tag("one")]
-            | Annotated[list[FeedbackEvent], Field(min_length=1, max_length=limit), Tag("batch")],
+            | Annotated[
+                list[FeedbackEvent],
+                Field(min_length=1, max_length=limit),
+                batch_size(limit, "feedback.max_events", "events"),
+                Tag("batch"),
+            ],
             Discriminator(lambda v: "batch" if isinstance(v, list) else "one"),
         ]
 

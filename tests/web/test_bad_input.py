@@ -10,11 +10,13 @@ reported from outside (out-of-range dates, 14-digit timestamps, nesting 100,000 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -26,6 +28,7 @@ from recengine.errors import InvalidRequest
 from recengine.recommend.overrides import NewOverride
 from recengine.recommend.params import check_id
 from recengine.storage.models import Override, ReaderEvent
+from recengine.web.errors import error_body
 from tests.factories import record
 from tests.web.conftest import AUTH
 from tests.web.test_articles import snapshot
@@ -246,6 +249,45 @@ def test_http_refuses_nul_in_every_stored_text_field(
     assert_rejected(reader, "user")
     with factory() as session:
         assert session.scalar(select(func.count()).select_from(Override)) == 0
+
+
+def test_a_batch_over_the_limit_names_its_setting(
+    make_app: Callable[..., Flask], factory: sessionmaker[Session]
+) -> None:
+    client = make_app(web={"max_batch": 3, "max_events": 2}, feedback={"max_events": 2})
+    client = client.test_client()
+    event = {"type": "click", "article": "a1", "variant": "default", "slot": 0}
+    for path, body, said in (
+        ("/api/v1/articles", [record(i) for i in range(4)], "3 articles (web.max_batch), got 4"),
+        ("/api/v1/users/u/events", [{"article": "a1"}] * 3, "2 events (web.max_events), got 3"),
+        ("/api/v1/feedback", [event] * 3, "2 events (feedback.max_events), got 3"),
+    ):
+        response = client.post(path, json=body, headers=AUTH)
+        assert response.status_code == 422, response.get_data()[:300]
+        assert response.get_json()["error"]["message"] == (
+            f"a batch holds at most {said}: send it in several requests"
+        )
+    assert counts(factory) == (0, 0, 0, 0)
+
+
+def test_every_error_body_is_written_by_the_one_formatter(client: FlaskClient) -> None:
+    """Flask's handlers write what ``errors.error_body`` writes (the worker's loop calls it
+    too), byte for byte: compact, UTF-8 as is, one final newline."""
+    responses = [
+        client.get("/api/v1/nowhere"),
+        client.get("/api/v1/articles/缺/related?k=0"),
+        client.get("/api/v1/articles/缺"),
+        client.post(
+            "/api/v1/articles", data=b"{", headers={**AUTH, "Content-Type": "application/json"}
+        ),
+        client.post("/api/v1/articles", json=record(1)),
+        client.put("/api/v1/articles"),
+    ]
+    for response in responses:
+        assert response.status_code >= 400
+        error = response.get_json()["error"]
+        assert response.get_data() == error_body(error["code"], error["message"]), error
+    assert error_body("x", "a\ud800b").decode("utf-8") == '{"error":{"code":"x","message":"a?b"}}\n'
 
 
 def test_the_command_line_and_python_callers_get_the_same_nul_rule() -> None:
