@@ -26,7 +26,9 @@
  * It renders <section class="recengine-related"><h2>..</h2><ul><li><a href>title</a></li></ul>:
  * plain links in a list, so keyboards, screen readers and reader modes work. Every text is set
  * with textContent (never parsed as HTML) and only http(s) links are used (an article's url may
- * be absolute or a path on the embedding site, "/news/123"). When the API is down, slow (4 s) or
+ * be absolute, "https://...", or a link on the embedding site, "/news/123", resolved against the
+ * page; one without a scheme that resolves to another site, "//other.example/x", is not used).
+ * When the API is down, slow (4 s) or
  * has nothing related, the placeholder stays empty and hidden: no broken box, no error thrown.
  * Style it through the recengine-* class names.
  *
@@ -66,13 +68,21 @@
     }
   }
 
+  // An article's url or the placeholder's link: absolute http(s) (any site: the scheme says so),
+  // or a link on this page's site, resolved against the page ("/2024/x.html"). A url without
+  // its scheme that resolves to another site ("//other.example/x", "/\\other.example") is not
+  // used: stored as if it were a path, it would send readers off-site.
   function safeHref(raw) {
     if (typeof raw !== "string" || raw === "") {
       return null;
     }
     try {
       var url = new URL(raw, document.baseURI);
-      return url.protocol === "http:" || url.protocol === "https:" ? url.href : null;
+      if (url.protocol !== "http:" && url.protocol !== "https:") {
+        return null;
+      }
+      var explicit = /^https?:\/\//i.test(raw);
+      return explicit || url.origin === new URL(document.baseURI).origin ? url.href : null;
     } catch (e) {
       return null;
     }
