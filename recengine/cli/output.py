@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -26,6 +27,34 @@ def why(cut: dict[str, Any]) -> str:
     return f"{cut['rule']}{figure}{via}, distance {cut['distance']}"
 
 
+def _listed(values: list[Any]) -> str:
+    return ", ".join(printable(str(v), 40) for v in values)
+
+
+# How each kind of ``recommend.reasons.Reasons`` reads in a text listing: a line, or None when
+# the value says nothing worth a line (no shared tags, a zero dense share).
+REASON_TEXT: dict[str, Callable[[Any], str | None]] = {
+    "pinned": lambda v: "pinned by an editor" if v else None,
+    "fresh": lambda v: "new: among the newest articles" if v else None,
+    "because_you_read": lambda v: f"because you read: {_listed(v)}" if v else None,
+    "interest_share": lambda v: f"interest: {v:.0%} of the reading history",
+    "shared_terms": lambda v: f"shared: {_listed([t['term'] for t in v])}" if v else None,
+    "dense": lambda v: f"semantic part: {v:.4f}" if v else None,
+    "same_category": lambda v: "same category" if v else None,
+    "shared_tags": lambda v: f"shared tags: {_listed(v)}" if v else None,
+}
+
+
+def reason_lines(reasons: dict[str, Any]) -> list[str]:
+    """An item's reasons in words, one line per kind that says something (in the order of
+    :data:`REASON_TEXT`; a kind this version does not know is shown as ``kind: value``)."""
+    lines = [REASON_TEXT[kind](reasons[kind]) for kind in REASON_TEXT if kind in reasons]
+    lines += [
+        f"{kind}: {printable(str(v), 60)}" for kind, v in reasons.items() if kind not in REASON_TEXT
+    ]
+    return [line for line in lines if line]
+
+
 def print_ranked(heading: str, body: dict[str, Any], session: Session) -> None:
     """A related list or a feed for people: ranked items with their shared terms, then what was
     left out as a near-duplicate (with titles, so a person can tell what was suppressed)."""
@@ -35,9 +64,8 @@ def print_ranked(heading: str, body: dict[str, Any], session: Session) -> None:
     for n, entry in enumerate(body["items"], 1):
         title = printable(" ".join(entry["title"].split()), 60)
         click.echo(f"{n:3}. {entry['score']:.4f}  {entry['id']}  {title}")
-        terms = ", ".join(t["term"] for t in entry["reasons"]["shared_terms"])
-        if terms:
-            click.echo(f"       shared: {terms}")
+        for line in reason_lines(entry["reasons"]):
+            click.echo(f"       {line}")
     floor = body.get("floor")
     if floor and floor["dropped"]:
         click.echo(f"  ({floor['dropped']} more below the relevance floor {floor['min_score']:g})")

@@ -54,6 +54,7 @@ from recengine.recommend.listing import (
 )
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
 from recengine.recommend.params import Filters, check_id, check_int, check_time
+from recengine.recommend.reasons import Reasons
 from recengine.recommend.slate import Slate
 from recengine.storage.events import add_events, read_article_ids
 from recengine.storage.features import features_of
@@ -187,9 +188,8 @@ class ReaderFeeds:
             if entry.interest is None:
                 items.append(item(row, 0.0, {"fresh": True}))
                 continue
-            extra = {"pinned": True} if entry.pinned else {}
             hashes, weights = snap.view.vector(entry.part, entry.row)
-            reasons = {
+            reasons: Reasons = {
                 "because_you_read": [
                     facts[i].external_id for i in entry.interest.examples if i in facts
                 ],
@@ -197,8 +197,9 @@ class ReaderFeeds:
                 "shared_terms": shared_terms(
                     entry.interest.vector, hashes, weights, self.settings.related.explain_terms
                 ),
-                **extra,
             }
+            if entry.pinned:
+                reasons["pinned"] = True
             items.append(item(row, entry.score, reasons))
         external = {i: row.external_id for i, row in facts.items()}
         suppressed = cut_entries(session, [(s.id, s.reason) for s in slate.suppressed], external)

@@ -27,6 +27,7 @@ from recengine.recommend.criterion import NO_CLUSTER, Articles, TextSource, Vect
 from recengine.recommend.curation import take
 from recengine.recommend.live import Snapshot
 from recengine.recommend.params import Filters
+from recengine.recommend.reasons import Reasons
 from recengine.recommend.suppress import Reason
 from recengine.storage.articles import titles_and_contents
 from recengine.storage.clusters import clusters_of, member_rows
@@ -110,8 +111,8 @@ def hit_vectors(snap: Snapshot, hits: Hits) -> VectorAt:
     return vector
 
 
-def item(row: Row[Any], score: float, reasons: dict[str, Any]) -> dict[str, Any]:
-    """One entry of ``items``."""
+def item(row: Row[Any], score: float, reasons: Reasons) -> dict[str, Any]:
+    """One entry of ``items`` (``reasons``: the kinds of ``recommend.reasons``)."""
     return {
         "id": row.external_id,
         "title": row.title,

@@ -71,6 +71,7 @@ from recengine.recommend.listing import (
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
 from recengine.recommend.params import Filters, check_id, check_int
 from recengine.recommend.ranking import Ranking, Variants, blend
+from recengine.recommend.reasons import Reasons
 from recengine.recommend.suppress import Picked, pick
 from recengine.storage.index_source import briefs, query_article
 from recengine.storage.state import read_state
@@ -309,7 +310,7 @@ class RelatedArticles:
         hashes: np.ndarray[Any, Any],
         weights: np.ndarray[Any, Any],
         dense: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> Reasons:
         """The explanation of one item: shared terms, the dense part's share (``dense``: None
         when the list has no dense part), shared category and tags."""
         r = self.settings.related
