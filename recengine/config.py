@@ -182,6 +182,7 @@ class FeedSettings(_Listing):
     topic_terms: int = Field(default=128, ge=1, le=100_000)
     max_pair_similarity: float = Field(default=0.5, ge=0.0, le=1.0)
     fresh_pool: int = Field(default=2_000, ge=1)
+    min_score: float = Field(default=0.04, ge=0.0, le=1.0)
 
 
 class VariantSettings(_Section):

@@ -30,7 +30,7 @@ def _feeds(ctx: CliContext) -> ReaderFeeds:
 @click.command()
 @click.argument("user")
 @click.option("-k", "k", type=int, default=None, help="Items wanted (default feed.default_k).")
-@filter_options
+@filter_options(floor="feed.min_score")
 @click.pass_obj
 def feed(ctx: CliContext, /, user: str, fmt: str, **options: Any) -> None:
     """The de-duplicated feed of reader USER, from what they read (`recengine events`).

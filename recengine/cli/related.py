@@ -12,9 +12,21 @@ if TYPE_CHECKING:
     from recengine.cli.context import CliContext
 
 
-def filter_options(command: Callable[..., Any]) -> Callable[..., Any]:
+def filter_options(floor: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """--exclude, --category, --tag, --after, --before, --min-score: the filters of related lists
-    and feeds, as on HTTP (``exclude``, ``categories``, ``tags``, ``published_after``, ...)."""
+    and feeds, as on HTTP (``exclude``, ``categories``, ``tags``, ``published_after``, ...).
+
+    Args:
+        floor: the setting whose value is the default of --min-score (named in its help).
+    """
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        return _with_filters(command, floor)
+
+    return decorate
+
+
+def _with_filters(command: Callable[..., Any], floor: str) -> Callable[..., Any]:
     for option in reversed(
         (
             click.option(
@@ -36,7 +48,7 @@ def filter_options(command: Callable[..., Any]) -> Callable[..., Any]:
                 "--min-score",
                 type=float,
                 default=None,
-                help="Lowest score shown (0-1; default related.min_score, 0 = no floor).",
+                help=f"Lowest score shown (0-1; default {floor}, 0 = no floor).",
             ),
             click.option(
                 "--format",
@@ -61,7 +73,7 @@ def given(options: dict[str, Any]) -> dict[str, Any]:
 @click.argument("article_id")
 @click.option("-k", "k", type=int, default=None, help="Results wanted (default related.default_k).")
 @click.option("--offset", type=int, default=0, show_default=True, help="Results skipped.")
-@filter_options
+@filter_options(floor="related.min_score")
 @click.pass_obj
 def related(ctx: CliContext, /, article_id: str, fmt: str, **options: Any) -> None:
     """Articles related to ARTICLE_ID, near-duplicates suppressed (and listed).

@@ -16,7 +16,8 @@
    related lists: ``recommend.criterion``); at most one article per cluster; an item with
    cosine above ``max_pair_similarity`` to one above is skipped (diversity).
 6. Too few items (or no history at all): the newest articles fill the rest, de-duplicated the
-   same way, with ``reasons = {"fresh": true}``.
+   same way, with ``reasons = {"fresh": true}``. Interest items scoring below the floor
+   (``feed.min_score``, or the request's ``min_score``) leave their places to them.
 7. Editors' overrides (``recommend.curation``): an interest's queue starts with the pins of its
    reads (in the editor's order; ``reasons.pinned``), which still go through suppression
    (though not the diversity rule); excluded articles never appear; an article blocked with a
@@ -135,7 +136,7 @@ class ReaderFeeds:
         anchors = self._anchors(session, snap, read, texts)
         curation = Curation.of_articles(session, read)
         slate = Slate(snap, anchors, self.criterion, f.max_pair_similarity, k, curation, texts)
-        floor = parsed.min_score or 0.0
+        floor = f.min_score if parsed.min_score is None else parsed.min_score
         for interest, hits in self._candidates(snap, interests, row_filter, floor, k):
             pins = pinned_for(session, snap, interest, row_filter)
             slate.offer(session, interest, concat(pins, hits), pinned=len(pins))

@@ -83,7 +83,7 @@ class Filters:
     tags: tuple[str, ...] = ()
     published_after: datetime | None = None
     published_before: datetime | None = None
-    min_score: float | None = None  # None: the caller's default (related.min_score, feeds 0)
+    min_score: float | None = None  # None: the caller's default (related.min_score, feed.min_score)
 
     @classmethod
     def parse(cls, limit: int, zone: tzinfo = UTC, **raw: Any) -> Filters:

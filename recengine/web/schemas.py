@@ -352,8 +352,8 @@ class Filters(BaseModel):
     published_before: TimeText = Field(None, description="Published before (also: before).")
     min_score: Annotated[float, Field(ge=0.0, le=1.0), _ASCII_DECIMAL] | None = Field(
         None,
-        description="Smallest score shown (related lists: default the server's related.min_score"
-        "; 0 = no floor).",
+        description="Smallest score shown (default the server's related.min_score for related"
+        " lists, feed.min_score for feeds; 0 = no floor).",
     )
 
     @model_validator(mode="before")
