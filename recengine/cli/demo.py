@@ -17,7 +17,7 @@ import click
 from recengine.cli import reindex as reindex_cmd
 from recengine.cli import serve as serve_cmd
 from recengine.cli.context import CliContext
-from recengine.pipeline.demo_corpus import OPENING, inews_records
+from recengine.pipeline.demo_corpus import OPENING, inews_records, require_corpus
 from recengine.pipeline.ingest import Ingester
 from recengine.storage.migrate import upgrade
 
@@ -35,10 +35,9 @@ from recengine.storage.migrate import upgrade
 def demo(ctx: CliContext, /, limit: int | None, serve: bool, **server: Any) -> None:
     """Create the database, ingest and index the demo corpus, then serve it."""
     settings = serve_cmd.server_settings(ctx.settings, **server)
+    require_corpus()  # before the database is created
     if serve:  # before the minute of ingest, not after it (the example site takes port + 1)
-        serve_cmd.check_port(settings.web.host, settings.web.port)
-        port = settings.web.port
-        serve_cmd.check_port(settings.web.host, port + 1 if port else 0, base=port)
+        serve_cmd.check_ports(settings.web.host, settings.web.port, example_site=True)
     upgrade(ctx.creating().engine)
     click.echo(f"database: {ctx.database}")
     with Ingester(ctx.factory, ctx.featurizer) as ingester:

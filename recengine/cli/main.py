@@ -92,6 +92,13 @@ class _Group(click.Group):
     """Loads commands on demand; turns domain and database errors into one-line messages
     instead of tracebacks."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """``--debug`` is taken wherever it is typed (``recengine related x --debug``, as the
+        internal error's hint reads), up to a ``--`` that ends the options."""
+        if ctx.parent is None:
+            args = _debug_first(args)
+        return super().parse_args(ctx, args)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*COMMANDS, *self.commands})
 
@@ -127,6 +134,15 @@ class _Group(click.Group):
         except Exception as exc:
             _database_error(ctx, exc)
             _fail(ctx, f"internal error: {_brief(exc)}", EXIT_INTERNAL)
+
+
+def _debug_first(args: list[str]) -> list[str]:
+    """``args`` with every ``--debug`` before the ``--`` that ends the options moved first."""
+    end = args.index("--") if "--" in args else len(args)
+    if "--debug" not in args[1:end]:
+        return args
+    rest = [a for a in args[:end] if a != "--debug"]
+    return ["--debug", *rest, *args[end:]]
 
 
 def short_help(group: click.Group, ctx: click.Context, name: str, limit: int) -> str:

