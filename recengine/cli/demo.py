@@ -17,13 +17,14 @@ import click
 from recengine.cli import reindex as reindex_cmd
 from recengine.cli import serve as serve_cmd
 from recengine.cli.context import CliContext
+from recengine.cli.params import Integer
 from recengine.pipeline.demo_corpus import OPENING, inews_records, require_corpus
 from recengine.pipeline.ingest import Ingester
 from recengine.storage.migrate import upgrade
 
 
 @click.command()
-@click.option("--limit", type=int, default=None, help="Ingest only the first N articles.")
+@click.option("--limit", type=Integer(1), default=None, help="Ingest only the first N articles.")
 @click.option(
     "--serve/--no-serve",
     default=True,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from recengine.cli.params import Integer
 from recengine.cli.related import filter_options, given
 
 if TYPE_CHECKING:
@@ -29,7 +30,9 @@ def _feeds(ctx: CliContext) -> ReaderFeeds:
 
 @click.command()
 @click.argument("user")
-@click.option("-k", "k", type=int, default=None, help="Items wanted (default feed.default_k).")
+@click.option(
+    "-k", "k", type=Integer(), default=None, help="Items wanted (default feed.default_k)."
+)
 @filter_options(floor="feed.min_score")
 @click.pass_obj
 def feed(ctx: CliContext, /, user: str, fmt: str, **options: Any) -> None:

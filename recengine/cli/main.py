@@ -22,6 +22,7 @@ from typing import Any
 import click
 
 from recengine.cli.context import CliContext
+from recengine.cli.params import utf8_checked
 from recengine.errors import RecengineError
 
 EXIT_REJECTED = 1
@@ -105,7 +106,8 @@ class _Group(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             module, attribute, _ = COMMANDS[cmd_name]
-            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+            command = getattr(importlib.import_module(module), attribute)
+            self.add_command(utf8_checked(command), cmd_name)
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -164,6 +166,11 @@ def _database_error(ctx: click.Context, exc: Exception) -> None:
         if is_busy(exc):
             _fail(ctx, BUSY_MESSAGE, EXIT_BUSY)
         reason = _brief(exc.orig, with_type=False)
+        _fail(ctx, f"error: cannot use the database {_database(ctx)}: {reason}", EXIT_BAD_INPUT)
+    if type(exc) is errors.DatabaseError:
+        # The driver's own DatabaseError, none of its kinds: the file is not a database, or a
+        # damaged one (SQLite: "file is not a database", "database disk image is malformed").
+        reason = _brief(getattr(exc, "orig", exc), with_type=False)
         _fail(ctx, f"error: cannot use the database {_database(ctx)}: {reason}", EXIT_BAD_INPUT)
     if isinstance(exc, errors.SQLAlchemyError):
         # Never the statement or its parameters: a batch's values would fill the screen.

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from recengine.cli.params import Integer
+
 if TYPE_CHECKING:
     from recengine.cli.context import CliContext
     from recengine.recommend.overrides import Overrides
@@ -50,8 +52,8 @@ def override() -> None:
 @override.command("list")
 @click.option("--kind", "kinds", multiple=True, help="Only this kind (repeatable).")
 @click.option("--article", default=None, help="Only overrides naming this article.")
-@click.option("--after", type=click.IntRange(min=0), default=0, help="Overrides after this id.")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=1_000, show_default=True)
+@click.option("--after", type=Integer(0), default=0, help="Overrides after this id.")
+@click.option("--limit", type=Integer(1, 10_000), default=1_000, show_default=True)
 @click.pass_obj
 def list_command(
     ctx: CliContext, kinds: tuple[str, ...], article: str | None, after: int, limit: int
@@ -75,7 +77,7 @@ def list_command(
 @click.argument("kind")
 @click.argument("article")
 @click.argument("other", required=False)
-@click.option("--position", type=int, default=None, help="pin: place in the pinned order.")
+@click.option("--position", type=Integer(0), default=None, help="pin: place in the pinned order.")
 @click.option("--reason", default="", help="Why (kept with the override).")
 @click.option("--by", default=_default_by, show_default="the user name", help="Who decided.")
 @click.pass_obj
@@ -96,7 +98,7 @@ def add_command(
 
 
 @override.command("remove")
-@click.argument("override_id", type=click.IntRange(min=1))
+@click.argument("override_id", type=Integer(1))
 @click.pass_obj
 def remove_command(ctx: CliContext, override_id: int) -> None:
     """Delete an override: {"override": {...}} as it was."""

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from recengine.cli.params import Integer
+
 if TYPE_CHECKING:
     from recengine.cli.context import CliContext
     from recengine.pipeline.versions import ReindexResult
@@ -69,7 +71,7 @@ def run(
 )
 @click.option(
     "--workers",
-    type=click.IntRange(min=0),
+    type=Integer(0, 1_024),
     default=None,
     help="Processes for tokenizing (0 = every core; default: reindex.workers).",
 )

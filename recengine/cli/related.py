@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from recengine.cli.params import Integer, Number
+
 if TYPE_CHECKING:
     from recengine.cli.context import CliContext
 
@@ -46,7 +48,7 @@ def _with_filters(command: Callable[..., Any], floor: str) -> Callable[..., Any]
             click.option("--before", "published_before", help="Published before (as --after)."),
             click.option(
                 "--min-score",
-                type=float,
+                type=Number(0.0, 1.0),
                 default=None,
                 help=f"Lowest score shown (0-1; default {floor}, 0 = no floor).",
             ),
@@ -71,8 +73,10 @@ def given(options: dict[str, Any]) -> dict[str, Any]:
 
 @click.command()
 @click.argument("article_id")
-@click.option("-k", "k", type=int, default=None, help="Results wanted (default related.default_k).")
-@click.option("--offset", type=int, default=0, show_default=True, help="Results skipped.")
+@click.option(
+    "-k", "k", type=Integer(), default=None, help="Results wanted (default related.default_k)."
+)
+@click.option("--offset", type=Integer(), default=0, show_default=True, help="Results skipped.")
 @filter_options(floor="related.min_score")
 @click.pass_obj
 def related(ctx: CliContext, /, article_id: str, fmt: str, **options: Any) -> None:

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from recengine.cli.params import Integer
+
 if TYPE_CHECKING:
     from recengine.cli.context import CliContext
 
@@ -22,14 +24,14 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--sample",
-    type=click.IntRange(min=1),
+    type=Integer(1, 100_000_000),
     default=10_000,
     show_default=True,
     help="Articles whose nearest neighbour is searched (exactly) for the histogram.",
 )
 @click.option(
     "--days",
-    type=click.IntRange(min=1),
+    type=Integer(1, 36_500),
     default=28,
     show_default=True,
     help="Days of reader feedback (CTR by variant and slot), up to the last day counted.",

@@ -23,6 +23,7 @@ import click
 from gunicorn.app.base import BaseApplication
 
 from recengine.cli.context import CliContext
+from recengine.cli.params import Integer
 from recengine.config import Settings
 from recengine.errors import ConfigError
 from recengine.storage.migrate import check_schema
@@ -169,19 +170,19 @@ def with_server_options(settings_of: Callable[..., Any]) -> Callable[..., Any]:
             click.option("--host", default=None, help="Address to listen on [web.host]."),
             click.option(
                 "--port",
-                type=click.IntRange(0, 65535),
+                type=Integer(0, 65535),
                 default=None,
                 help="Port [web.port]; 0 picks a free one.",
             ),
             click.option(
                 "--workers",
-                type=click.IntRange(1, 64),
+                type=Integer(1, 64),
                 default=None,
                 help="Worker processes [web.workers].",
             ),
             click.option(
                 "--threads",
-                type=click.IntRange(1, 64),
+                type=Integer(1, 64),
                 default=None,
                 help="Threads per worker [web.threads].",
             ),
