@@ -183,6 +183,7 @@ class FeedSettings(_Listing):
     max_pair_similarity: float = Field(default=0.5, ge=0.0, le=1.0)
     fresh_pool: int = Field(default=2_000, ge=1)
     min_score: float = Field(default=0.04, ge=0.0, le=1.0)
+    max_offset: int = Field(default=1_000, ge=0, le=100_000)
 
 
 class VariantSettings(_Section):

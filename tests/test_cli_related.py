@@ -54,7 +54,7 @@ def test_related_command(settings: Settings, data_dir: Path, tmp_path: Path) -> 
     missing = run("related", "nope")
     assert missing.exit_code == 2 and "no article with id 'nope'" in missing.output
     bad = run("related", aid, "-k", "0")
-    assert bad.exit_code == 2 and "k must be an integer" in bad.output
+    assert bad.exit_code == 2 and "Invalid value for '-k': must be an integer" in bad.output
 
 
 def test_two_processes_share_one_build(settings: Settings, data_dir: Path, tmp_path: Path) -> None:

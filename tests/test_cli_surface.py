@@ -170,7 +170,7 @@ def test_readers_from_the_command_line(run: Any, tmp_path: Path, data_dir: Path)
     unknown = run("events", "reader-1", ids[3], "nope")
     assert unknown.exit_code == 2 and "no article with id 'nope'" in unknown.output
     bad_time = run("events", "reader-1", ids[3], "--at", "9999-12-31T23:59:59-14:00")
-    assert bad_time.exit_code == 2 and "at: year 9999" in bad_time.output
+    assert bad_time.exit_code == 2 and "Invalid value for '--at': year 9999" in bad_time.output
 
     feed = run("feed", "reader-1", "--format", "json", "-k", "5")
     assert feed.exit_code == 0, feed.output

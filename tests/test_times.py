@@ -213,7 +213,7 @@ def test_every_way_in_refuses_the_same_times(
     assert str(record.value) == f"published_at: {reason}"
 
     cli = CliRunner().invoke(main, ["related", article, "--after", value], obj=CliContext(shanghai))
-    assert cli.exit_code == 2 and f"published_after: {reason}" in cli.output
+    assert cli.exit_code == 2 and f"Invalid value for '--after': {reason}" in cli.output
 
     client = create_app(shanghai, tokenizer=tokenizer).test_client()
     for path, body in (

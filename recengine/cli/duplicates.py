@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -18,21 +19,22 @@ if TYPE_CHECKING:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "jsonl", "json"]),
+    type=click.Choice(["text", "json", "jsonl"]),
     default="text",
     show_default=True,
-    help="text: for people, with titles; jsonl (json): one JSON object per cluster, for scripts.",
+    help='text: for people, with titles; json: one JSON document ({"clusters": [...]}; with '
+    "--id the body of GET /api/v1/articles/<id>/duplicates); jsonl: one JSON object per line "
+    "(per cluster), for scripts and pipes.",
 )
 @click.option("--id", "article_id", default=None, help="Show the duplicates of this article.")
 @click.pass_obj
 def duplicates(ctx: CliContext, fmt: str, article_id: str | None) -> None:
     """List near-duplicate clusters of two or more articles, canonical first.
 
-    jsonl lines: {"canonical": "id", "members": [{"id": "...", "distance": 2, "score": 0.97}]}
+    A cluster: {"canonical": "id", "members": [{"id": "...", "distance": 2, "score": 0.97}]}
     (distance: Hamming distance of the fingerprints to the canonical's; score: the
     verification score, resemblance of the two texts' character shingles). With --id, the
-    article's cluster with each member judged against it (json: the body of
-    GET /api/v1/articles/<id>/duplicates).
+    article's cluster with each member judged against it.
     """
     from recengine.features.neardup import NearDupCriterion
     from recengine.recommend.duplicates import clusters, duplicates_of
@@ -53,12 +55,23 @@ def duplicates(ctx: CliContext, fmt: str, article_id: str | None) -> None:
             else:
                 click.echo(json.dumps(found.as_dict(), ensure_ascii=False))
             return
+        if fmt == "json":
+            _print_document(clusters(session=session))
+            return
         for cluster in clusters(session=session):
             if fmt == "text":
                 ids = [cluster["canonical"], *(m["id"] for m in cluster["members"])]
                 _print_cluster(cluster, titles_of(session=session, external_ids=ids))
             else:
                 click.echo(json.dumps(cluster, ensure_ascii=False))
+
+
+def _print_document(found: Iterable[dict[str, Any]]) -> None:
+    """``{"clusters": [...]}``, written cluster by cluster (a corpus may have millions)."""
+    click.echo('{"clusters": [', nl=False)
+    for n, cluster in enumerate(found):
+        click.echo(("," if n else "") + "\n  " + json.dumps(cluster, ensure_ascii=False), nl=False)
+    click.echo("\n]}")
 
 
 def _print_cluster(cluster: dict[str, Any], titles: dict[str, str]) -> None:

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from recengine.cli.params import Integer
-from recengine.cli.related import filter_options, given
+from recengine.cli.listing import checked, in_words, list_options
 
 if TYPE_CHECKING:
     from recengine.cli.context import CliContext
@@ -30,10 +29,7 @@ def _feeds(ctx: CliContext) -> ReaderFeeds:
 
 @click.command()
 @click.argument("user")
-@click.option(
-    "-k", "k", type=Integer(), default=None, help="Items wanted (default feed.default_k)."
-)
-@filter_options(floor="feed.min_score")
+@list_options("Items", "feed")
 @click.pass_obj
 def feed(ctx: CliContext, /, user: str, fmt: str, **options: Any) -> None:
     """The de-duplicated feed of reader USER, from what they read (`recengine events`).
@@ -43,8 +39,9 @@ def feed(ctx: CliContext, /, user: str, fmt: str, **options: Any) -> None:
     from recengine.cli.output import print_ranked
     from recengine.storage.db import transaction
 
+    options = checked(ctx.settings, "feed", options)
     with transaction(ctx.factory) as session:
-        body = _feeds(ctx).feed(user, session=session, **given(options))
+        body = _feeds(ctx).feed(user, session=session, **options)
         if fmt == "json":
             click.echo(json.dumps(body, ensure_ascii=False, indent=2))
         else:
@@ -62,8 +59,14 @@ def feed(ctx: CliContext, /, user: str, fmt: str, **options: Any) -> None:
 @click.pass_obj
 def events(ctx: CliContext, /, user: str, article_ids: tuple[str, ...], at: str | None) -> None:
     """Record that reader USER read ARTICLE_IDS (all or none: an unknown id changes nothing)."""
+    from recengine.errors import InvalidRequest
+    from recengine.recommend.params import check_time
     from recengine.storage.db import transaction
 
+    try:
+        check_time(at, "at", ctx.settings.ingest.zone)
+    except InvalidRequest as exc:
+        raise click.BadParameter(in_words(str(exc), "at"), param_hint="'--at'") from None
     with transaction(ctx.factory) as session:
         recorded = _feeds(ctx).record_reads(user, list(article_ids), session=session, at=at)
     click.echo(f"recorded {recorded} read(s) for {user}")

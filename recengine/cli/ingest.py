@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
@@ -17,14 +17,26 @@ if TYPE_CHECKING:
     from recengine.pipeline.readers import Format
 
 SHOWN_REJECTIONS = 20
+INPUT_FORMATS = ("jsonl", "csv", "tsv")
+
+
+class _Output(click.Choice):  # type: ignore[type-arg]
+    """``text`` or ``json``; also, unlisted, an input format (``--format jsonl``), which is what
+    ``ingest --format`` meant before it named the output as every other command's does."""
+
+    def __init__(self) -> None:
+        super().__init__(["text", "json", *INPUT_FORMATS])
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[text|json]"
 
 
 @click.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
-    "--format",
+    "--input-format",
     "fmt",
-    type=click.Choice(["jsonl", "csv", "tsv"]),
+    type=click.Choice(INPUT_FORMATS),
     default=None,
     help="Input format (default: from the file extension).",
 )
@@ -33,7 +45,15 @@ SHOWN_REJECTIONS = 20
     default=None,
     help="Column names of a headerless CSV/TSV, comma-separated (e.g. id,title,content).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "--format",
+    "output",
+    type=_Output(),
+    default="text",
+    show_default=True,
+    help="Output: text, or json (the summary as one JSON object).",
+)
+@click.option("--json", "as_json", is_flag=True, hidden=True)  # --format json, as before
 @click.option(
     "--reindex/--no-reindex",
     default=True,
@@ -46,6 +66,7 @@ def ingest(
     file: Path,
     fmt: Format | None,
     columns: str | None,
+    output: str,
     as_json: bool,
     reindex: bool,
 ) -> None:
@@ -54,6 +75,11 @@ def ingest(
     Bad records are reported with their line number and skipped; the rest go in, one
     transaction per batch. Exit status 1 when any record was rejected.
     """
+    if output in INPUT_FORMATS:  # `--format jsonl`: the input format, as this option once was
+        if fmt is not None and fmt != output:
+            raise click.UsageError(f"--format {output} and --input-format {fmt} disagree")
+        fmt, output = cast("Format", output), "text"
+    as_json = as_json or output == "json"
     from recengine.cli import reindex as reindex_cmd
     from recengine.pipeline.ingest import Ingester
     from recengine.pipeline.readers import read_file

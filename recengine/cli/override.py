@@ -52,18 +52,32 @@ def override() -> None:
 @override.command("list")
 @click.option("--kind", "kinds", multiple=True, help="Only this kind (repeatable).")
 @click.option("--article", default=None, help="Only overrides naming this article.")
-@click.option("--after", type=Integer(0), default=0, help="Overrides after this id.")
+@click.option(
+    "--cursor",
+    type=Integer(0),
+    default=0,
+    help="Only overrides with a larger id: the next_after of the page before.",
+)
+@click.option("--after", "old_cursor", type=Integer(0), default=None, hidden=True)  # --cursor
 @click.option("--limit", type=Integer(1, 10_000), default=1_000, show_default=True)
 @click.pass_obj
 def list_command(
-    ctx: CliContext, kinds: tuple[str, ...], article: str | None, after: int, limit: int
+    ctx: CliContext,
+    kinds: tuple[str, ...],
+    article: str | None,
+    cursor: int,
+    old_cursor: int | None,
+    limit: int,
 ) -> None:
     """Print {"overrides": [...], "next_after": id or null}, as the HTTP API does.
 
     Each override: id, kind, article, other, position, reason, by, at, active (false when it
     names a deleted article: kept, in force again if the article is stored again), deleted.
+    Pages: pass next_after as --cursor (?after= over HTTP) for the next one.
     """
     from recengine.storage.db import transaction
+
+    after = cursor if old_cursor is None else old_cursor
 
     with transaction(ctx.factory) as session:
         found = _use_cases(ctx).listing(

@@ -110,11 +110,19 @@ class ReaderFeeds:
         return len(rows)
 
     def feed(
-        self, user_id: str, *, session: Session, k: int | str | None = None, **filters: Any
+        self,
+        user_id: str,
+        *,
+        session: Session,
+        k: int | str | None = None,
+        offset: int | str = 0,
+        **filters: Any,
     ) -> dict[str, Any]:
         """The feed body for ``user_id`` (see the module docstring).
 
         Args:
+            offset: items skipped (paging: the page after ``offset`` items of the same feed,
+                at most ``feed.max_offset``).
             filters: as for related articles (``exclude``, ``categories``, ``tags``,
                 ``published_after``, ``published_before``, ``min_score``).
 
@@ -124,10 +132,19 @@ class ReaderFeeds:
         f = self.settings.feed
         user_id = check_id(user_id, "user id")
         k = check_int(f.default_k if k is None else k, "k", 1, f.max_k)
+        offset = check_int(offset, "offset", 0, f.max_offset)
         parsed = Filters.parse(
             self.settings.related.max_filter_values, self.settings.ingest.zone, **filters
         )
         snap = self.index.current(session=session)
+        slate = self._slate(session, snap, user_id, parsed, offset + k)
+        return self._body(session, snap, user_id, slate, offset)
+
+    def _slate(
+        self, session: Session, snap: Snapshot, user_id: str, parsed: Filters, k: int
+    ) -> Slate:
+        """The feed's first ``k`` entries (interests' items, then the newest articles)."""
+        f = self.settings.feed
         read = sorted(read_article_ids(session=session, user_id=user_id))
         history = history_of(session, snap.version, user_id, f, datetime.now(UTC))
         interests = find_interests(history, f)
@@ -145,7 +162,7 @@ class ReaderFeeds:
             fresh = snap.view.newest(f.fresh_pool, row_filter)
             slate.offer(session, None, fresh)
             slate.fill()
-        return self._body(session, snap, user_id, slate)
+        return slate
 
     def _anchors(self, session: Session, snap: Snapshot, read: list[int], texts: Texts) -> Articles:
         """Every read article with features: nothing in the feed may duplicate one of them."""
@@ -178,11 +195,14 @@ class ReaderFeeds:
             out.append((interest, above(hits, min_score)))
         return out
 
-    def _body(self, session: Session, snap: Snapshot, user_id: str, slate: Slate) -> dict[str, Any]:
+    def _body(
+        self, session: Session, snap: Snapshot, user_id: str, slate: Slate, offset: int
+    ) -> dict[str, Any]:
+        """The page after ``offset`` entries, with what was suppressed while it was filled."""
         ids = slate.all_ids()
         facts = briefs(session=session, ids=ids)
         items = []
-        for entry in slate.kept:
+        for entry in slate.kept[offset:]:
             row = facts.get(entry.id)
             if row is None:
                 continue
@@ -203,7 +223,8 @@ class ReaderFeeds:
                 reasons["pinned"] = True
             items.append(item(row, entry.score, reasons))
         external = {i: row.external_id for i, row in facts.items()}
-        suppressed = cut_entries(session, [(s.id, s.reason) for s in slate.suppressed], external)
+        cuts = [(s.id, s.reason) for s in slate.suppressed if s.kept_before >= offset]
+        suppressed = cut_entries(session, cuts, external)
         return {"user": user_id, "items": items, "suppressed": suppressed}
 
 

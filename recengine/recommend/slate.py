@@ -33,6 +33,7 @@ class Entry:
 class Cut:
     id: int
     reason: Reason
+    kept_before: int = 0  # entries kept when it was cut: a page shows the cuts made within it
 
     @property
     def duplicate_of(self) -> int:
@@ -150,7 +151,7 @@ class Slate:
         for others in (self.anchors, self.kept_articles):
             reason = closest_duplicate(one, others, self.criterion, self.curation)
             if reason is not None:
-                self.suppressed.append(Cut(entry.id, reason))
+                self.suppressed.append(Cut(entry.id, reason, len(self.kept)))
                 return True
         return False
 

@@ -397,6 +397,7 @@ class RelatedQuery(Filters):
 
 class FeedQuery(Filters):
     k: QueryInt = 20
+    offset: QueryInt = 0
 
 
 class ArticleUpsert(RootModel[Any]):
@@ -494,6 +495,7 @@ def build_models(settings: Settings) -> Models:
 
     class FeedQueryModel(FeedQuery):
         k: QueryInt = Field(feed.default_k, ge=1, le=feed.max_k, description="Items wanted.")
+        offset: QueryInt = Field(0, ge=0, le=feed.max_offset, description="Items to skip (paging).")
         exclude: list[ExternalId] = listed("exclude")
         categories: list[Label] = listed("categories")
         tags: list[Label] = listed("tags")

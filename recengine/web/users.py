@@ -33,7 +33,9 @@ def feed(user: str) -> FeedOut:
     history each interest takes and by recency; read articles and their near-duplicates left
     out, at most one per duplicate cluster. A reader with no history gets fresh articles."""
     query = validated_query(FeedQuery)
-    body = services().feeds.feed(user, session=session(), k=query.k, **query.as_kwargs())
+    body = services().feeds.feed(
+        user, session=session(), k=query.k, offset=query.offset, **query.as_kwargs()
+    )
     return FeedOut.model_validate(body)
 
 
