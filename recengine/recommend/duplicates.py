@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from recengine.errors import NotFound
+from recengine.errors import ModelMissing, NotFound
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import SparseVector
 from recengine.storage.articles import get_article
@@ -98,11 +98,13 @@ def duplicates_of(
             (``Featurizer.compared``).
 
     Raises:
-        NotFound: no live article has that id.
+        NotFound: no live article has that id. ModelMissing: no IDF model yet (no article has
+            a fingerprint, so no cluster could be formed: an empty answer would be wrong).
     """
     article = get_article(session=session, external_id=external_id)
     if article is None:
         raise NotFound.article(external_id)
+    require_model(session)
     row = canonical_of(session=session, article_id=article.id)
     head = row.canonical_id if row else article.id
     rows = members_of(session=session, canonical_id=head)
@@ -144,10 +146,23 @@ def duplicates_of(
     return DuplicatesOf(external_id, articles[head].external_id, out)
 
 
+def require_model(session: Session) -> None:
+    """Raise ModelMissing, as related lists do, while no IDF model has been fitted (after
+    ``recengine ingest --no-reindex``): clusters are formed from fingerprints, so none exist
+    yet, and an empty list would read as "no duplicates"."""
+    if read_state(session=session).active_model_version is None:
+        raise ModelMissing("no IDF model yet: run `recengine reindex`")  # as live.LiveIndex
+
+
 def clusters(*, session: Session) -> Iterator[dict[str, Any]]:
     """Every cluster of two or more: ``{"canonical": id, "members": [{"id", "distance",
     "score", "rule"}, ...]}``, members by distance to the canonical, then id (``rule``: the
-    rule that joined the member, ``score`` its figure; ``""`` in rows older than the rule)."""
+    rule that joined the member, ``score`` its figure; ``""`` in rows older than the rule).
+
+    Raises:
+        ModelMissing: no IDF model yet (when the first cluster is asked for).
+    """
+    require_model(session)
     current: dict[str, Any] | None = None
     for page in iter_members(session=session):
         for canonical, member, distance, score, rule in page:

@@ -104,7 +104,8 @@ def duplicates(article_id: str) -> DuplicatesOut:
     """The article's near-duplicate cluster, canonical first, each member judged against it.
 
     Read from SQL (``cluster_members``), which ingest keeps current: every worker answers the
-    same from the moment a write commits.
+    same from the moment a write commits. Before the first model, 503 ``model_missing`` (no
+    cluster can have been formed yet), as for related lists.
     """
     try:  # the index says which changes the answer has seen (clusters come from SQL)
         snap = services().index.current(session=session())
@@ -150,5 +151,5 @@ def init_app(router: Router, models: Models) -> None:
         method="GET",
         write=False,
         ok=DuplicatesOut,
-        errors=(NotFound,),
+        errors=(NotFound, ModelMissing),
     )

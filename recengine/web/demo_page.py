@@ -68,7 +68,10 @@ def demo() -> ResponseReturnValue:
     query = validated_query(DemoQuery)
     current = session()
     latest = latest_articles(session=current, limit=LATEST)
-    clustered = [c["canonical"] for c in islice(clusters(session=current), LATEST)]
+    try:
+        clustered = [c["canonical"] for c in islice(clusters(session=current), LATEST)]
+    except ModelMissing:  # no clusters before the first model; the page says so
+        clustered = []
     wanted = query.article or opening(current, services().settings.web.demo_article)
     article = get_article(session=current, external_id=wanted) if wanted else None
     editor = _editor_view(current, article) if article is not None else None
@@ -109,13 +112,18 @@ def _editor_view(current: Session, article: Article) -> EditorView:
         suppressed, dropped, missing = body["suppressed"], body["floor"]["dropped"], False
     except ModelMissing:
         suppressed, dropped, missing = [], 0, True
-    cluster = duplicates_of(
-        session=current,
-        external_id=article.external_id,
-        criterion=services().criterion,
-        compared=services().compared,
-    )
-    return EditorView(suppressed, dropped, cluster if cluster.duplicates else None, missing)
+    try:
+        cluster: DuplicatesOf | None = duplicates_of(
+            session=current,
+            external_id=article.external_id,
+            criterion=services().criterion,
+            compared=services().compared,
+        )
+    except ModelMissing:
+        cluster = None
+    if cluster is not None and not cluster.duplicates:
+        cluster = None
+    return EditorView(suppressed, dropped, cluster, missing)
 
 
 def _mentioned(editor: EditorView | None) -> list[str]:
