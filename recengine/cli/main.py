@@ -39,6 +39,11 @@ BUSY_MESSAGE = (
 # name -> (module, attribute, one-line help as `recengine --help` lists it). The help must be
 # the command's own short help (tests/test_cli_startup.py compares them).
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "article": (
+        "recengine.cli.article",
+        "article",
+        "Stored articles: show one, list them page by page, delete one.",
+    ),
     "db": ("recengine.cli.db", "db", "Database schema commands."),
     "demo": (
         "recengine.cli.demo",

@@ -135,6 +135,29 @@ def live_ids_after(*, session: Session, after_id: int, limit: int) -> list[int]:
     )
 
 
+BriefRow = Row[int, str, str, str | None, str | None, datetime | None, datetime]
+
+
+def live_articles_after(*, session: Session, after_id: int, limit: int) -> Sequence[BriefRow]:
+    """Up to ``limit`` live articles with ids greater than ``after_id``, ascending (keyset
+    pages for a listing): ``id, external_id, title, url, category, published_at, updated_at``,
+    no text."""
+    return session.execute(
+        select(
+            Article.id,
+            Article.external_id,
+            Article.title,
+            Article.url,
+            Article.category,
+            Article.published_at,
+            Article.updated_at,
+        )
+        .where(Article.id > after_id, Article.deleted_at.is_(None))
+        .order_by(Article.id)
+        .limit(limit)
+    ).all()
+
+
 def count_live(*, session: Session) -> int:
     return session.scalar(select(func.count()).where(Article.deleted_at.is_(None))) or 0
 

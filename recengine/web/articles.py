@@ -1,17 +1,19 @@
-"""``/api/v1/articles``: upsert (one or a batch, atomic), read, delete."""
+"""``/api/v1/articles``: upsert (one or a batch, atomic), list, read, delete."""
 
 from __future__ import annotations
 
 from functools import partial
 
 from recengine.errors import InvalidRecord, ModelMissing, NotFound
+from recengine.recommend.articles import list_articles, show_article
 from recengine.recommend.duplicates import duplicates_of
 from recengine.recommend.ranking import split_key
-from recengine.storage.articles import get_article
 from recengine.web.answers import mark
 from recengine.web.routing import Router, validated_body, validated_query
 from recengine.web.schemas import (
     ArticleOut,
+    ArticlesOut,
+    ArticlesQuery,
     ArticleUpsert,
     Deleted,
     DuplicatesOut,
@@ -46,22 +48,16 @@ def upsert() -> UpsertResult:
 
 
 def read(article_id: str) -> ArticleOut:
-    """The stored article."""
-    article = get_article(session=session(), external_id=article_id)
-    if article is None:
-        raise NotFound.article(article_id)
-    return ArticleOut(
-        id=article.external_id,
-        title=article.title,
-        content=article.content,
-        url=article.url,
-        tags=list(article.tags),
-        category=article.category,
-        author=article.author,
-        published_at=article.published_at,
-        created_at=article.created_at,
-        updated_at=article.updated_at,
-    )
+    """The stored article (the body of ``recengine article show --format json``)."""
+    return ArticleOut.model_validate(show_article(session=session(), external_id=article_id))
+
+
+def listing() -> ArticlesOut:
+    """The live articles, page by page in storage order (``recengine article list``): pass
+    ``next_after`` as ``after`` for the next page; it is null on the last one."""
+    query = validated_query(ArticlesQuery)
+    page = list_articles(session=session(), after=query.after, limit=query.limit)
+    return ArticlesOut.model_validate(page)
 
 
 def delete(article_id: str) -> Deleted:
@@ -134,6 +130,7 @@ def init_app(router: Router, models: Models) -> None:
         json=models.article_upsert,
         errors=(InvalidRecord,),
     )
+    add("/api/v1/articles", listing, method="GET", write=False, ok=ArticlesOut, query=ArticlesQuery)
     add(path, read, method="GET", write=False, ok=ArticleOut, errors=(NotFound,))
     add(path, delete, method="DELETE", write=True, ok=Deleted, errors=(NotFound,))
     add(

@@ -128,6 +128,31 @@ class ArticleOut(_Out):
     updated_at: datetime
 
 
+class ArticleBrief(_Out):
+    """A stored article in a listing (no text: ``GET /api/v1/articles/<id>`` has it)."""
+
+    id: str
+    title: str
+    url: str | None
+    category: str | None
+    published_at: datetime | None
+    updated_at: datetime
+
+
+class ArticlesOut(_Out):
+    articles: list[ArticleBrief] = Field(description="Live articles in storage order.")
+    next_after: int | None = Field(description="Pass as `after` for the next page (None: last).")
+
+
+class ArticlesQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    after: int = Field(
+        0, ge=0, le=2**63 - 1, description="The cursor: next_after of the page before."
+    )
+    limit: int = Field(100, ge=1, le=1_000, description="Articles per page.")
+
+
 class UpsertResult(_Out):
     """What one POST did. ``read = inserted + updated + unchanged + superseded``."""
 
