@@ -207,7 +207,7 @@ def test_internal_error_rolls_back_and_leaks_nothing(
 def test_database_down_is_503(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
     from sqlalchemy.exc import OperationalError
 
-    import recengine.web.articles as views
+    import recengine.recommend.articles as views  # what GET /api/v1/articles/<id> reads with
 
     def down(**_: Any) -> None:
         raise OperationalError("SELECT 1", {}, ConnectionRefusedError("connection refused"))

@@ -63,6 +63,7 @@ def api_schema(
 # lists exactly these, so a new endpoint cannot go untested.
 OPERATIONS = [
     ("POST", "/api/v1/articles"),
+    ("GET", "/api/v1/articles"),
     ("GET", "/api/v1/articles/{article_id}"),
     ("DELETE", "/api/v1/articles/{article_id}"),
     ("GET", "/api/v1/articles/{article_id}/related"),
