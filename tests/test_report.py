@@ -94,3 +94,54 @@ def test_report_on_an_empty_database(settings: Settings, tmp_path: Path, engine:
     page = (tmp_path / "r" / "index.html").read_text("utf-8")
     assert "no IDF model yet" in page and "No near-duplicate clusters" in page
     assert datetime.now(UTC).strftime("%Y-%m-%d") in page
+
+
+def test_the_report_links_articles_and_marks_the_corpus_language(
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    settings: Settings,
+    data_dir: Path,
+    tmp_path: Path,
+) -> None:
+    """Titles link to the articles' pages (a site-relative url with --site); the page's own
+    words are English, the corpus's text is marked zh; the wording says what a fingerprint
+    within k is (a candidate), not that it makes a near-duplicate."""
+    records = javaguide_records(data_dir, 30)
+    records[0]["url"] = "https://blog.example.com/posts/0"
+    copies = [
+        {**records[0], "id": "copy-1", "url": "/reposts/1"},
+        {**records[0], "id": "copy-2", "url": "javascript:alert(1)"},
+    ]
+    Ingester(factory, featurizer).ingest_records(records + copies)
+    reindex(factory=factory, featurizer=featurizer)  # clusters the copies with their original
+
+    def page(*args: str) -> str:
+        out = tmp_path / f"report{len(args)}"
+        result = CliRunner().invoke(
+            main, ["report", "-o", str(out), *args], obj=CliContext(settings)
+        )
+        assert result.exit_code == 0, result.output
+        return (out / "index.html").read_text("utf-8")
+
+    plain = page()
+    title = html.escape(records[0]["title"])
+    assert plain.startswith("<!doctype html><html lang='en'>")
+    assert f"<a href='https://blog.example.com/posts/0'><span lang='zh'>{title}</span></a>" in plain
+    assert "href='/reposts/1'" not in plain and "javascript:" not in plain
+    assert "(the near-duplicate threshold)" not in plain  # a fingerprint within k is no verdict
+    assert "make a pair a <i>candidate</i>" in plain and "bits from their canonical" in plain
+    linked = page("--site", "https://blog.example.com/")
+    assert f"<a href='https://blog.example.com/reposts/1'><span lang='zh'>{title}" in linked
+    bad = CliRunner().invoke(
+        main, ["report", "-o", str(tmp_path / "x"), "--site", "blog"], obj=CliContext(settings)
+    )
+    assert bad.exit_code == 2 and "'--site'" in bad.output
+
+
+def test_corpus_language_from_titles() -> None:
+    from recengine.report.data import corpus_lang
+
+    assert corpus_lang(["Spring Boot 入门", "线程池详解", "A guide to Kafka"]) == "zh"
+    assert corpus_lang(["A guide to Kafka", "Rust ownership", "线程池"]) == "en"
+    assert corpus_lang(["", "123"]) == "und"
+    assert corpus_lang([]) == "und"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,8 +37,15 @@ if TYPE_CHECKING:
     show_default=True,
     help="Days of reader feedback (CTR by variant and slot), up to the last day counted.",
 )
+@click.option(
+    "--site",
+    default=None,
+    metavar="URL",
+    help="The site's address (https://blog.example.com), to link articles stored with a "
+    "site-relative url (/news/123); without it only absolute http(s) urls are links.",
+)
 @click.pass_obj
-def report(ctx: CliContext, output: Path, sample: int, days: int) -> None:
+def report(ctx: CliContext, output: Path, sample: int, days: int, site: str | None) -> None:
     """Write an HTML report: nearest-neighbour distances, clusters, top terms, suppression.
 
     With reader feedback counted, also the CTR by A/B variant and by slot with 95 % intervals,
@@ -48,6 +56,8 @@ def report(ctx: CliContext, output: Path, sample: int, days: int) -> None:
     from recengine.report.render import require_plotting, write_report
 
     require_plotting()  # before reading the whole corpus, and before creating the folder
+    if site is not None and not re.match(r"https?://[^/\s]+", site):
+        raise click.BadParameter(f"{site!r} is not an http(s) address", param_hint="'--site'")
     data = gather(
         ctx.factory,
         database=ctx.database,
@@ -56,7 +66,7 @@ def report(ctx: CliContext, output: Path, sample: int, days: int) -> None:
         variants=Variants.from_settings(ctx.settings).names,
         days=days,
     )
-    page = write_report(data, output)
+    page = write_report(data, output, site)
     click.echo(
         f"report written to {page}: {data.counts.live} live articles, "
         f"{len(data.cluster_sizes)} duplicate clusters, {data.suppressed_pairs} suppressed "

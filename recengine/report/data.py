@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -35,8 +36,11 @@ from recengine.storage.stats import (
     cluster_members_of,
     cluster_sizes,
     corpus_counts,
+    latest_titles,
     live_fingerprints,
+    member_distances,
     titles,
+    urls_of,
 )
 
 
@@ -60,6 +64,9 @@ class ReportData:
     largest: list[Cluster] = field(default_factory=list)
     top_terms: list[tuple[str, int, float]] = field(default_factory=list)
     ctr: CtrReport | None = None
+    member_distances: list[int] = field(default_factory=list)  # every member to its canonical
+    urls: dict[str, str] = field(default_factory=dict)  # external id -> url, articles shown
+    lang: str = "und"  # the corpus's language (BCP 47): "zh", "en", or "und" when unknown
 
     @property
     def in_clusters(self) -> int:
@@ -121,7 +128,9 @@ def gather(
             data.nn_distances = nearest_distances(fps, sample, seed)
         sizes = cluster_sizes(session=session)
         data.cluster_sizes = sorted((n + 1 for n in sizes.values()), reverse=True)
-        data.largest = _largest(session, sizes, largest)
+        data.largest, data.urls = _largest(session, sizes, largest)
+        data.member_distances = member_distances(session=session)
+        data.lang = corpus_lang(latest_titles(session=session, limit=LANG_SAMPLE))
         data.ctr = _feedback(session, variants, days)
     return data
 
@@ -169,7 +178,10 @@ def nearest_distances(
     return result
 
 
-def _largest(session: Session, sizes: dict[int, int], n: int) -> list[Cluster]:
+def _largest(
+    session: Session, sizes: dict[int, int], n: int
+) -> tuple[list[Cluster], dict[str, str]]:
+    """The ``n`` largest clusters, and the urls of the articles they show (by external id)."""
     top = sorted(sizes, key=lambda c: (-sizes[c], c))[:n]
     members = cluster_members_of(session=session, canonical_ids=top)
     names = titles(session=session, article_ids=top)
@@ -177,4 +189,27 @@ def _largest(session: Session, sizes: dict[int, int], n: int) -> list[Cluster]:
     ids = titles(session=session, article_ids=[m.article_id for m in members])
     for m in members:
         grouped[m.canonical_id].append((ids[m.article_id][0], m.title, m.distance))
-    return [Cluster(names[c], sizes[c] + 1, grouped[c][:10]) for c in top]
+    shown = [Cluster(names[c], sizes[c] + 1, grouped[c][:10]) for c in top]
+    external = {**{i: t[0] for i, t in ids.items()}, **{i: t[0] for i, t in names.items()}}
+    urls = urls_of(session=session, article_ids=list(external))
+    return shown, {external[i]: url for i, url in urls.items()}
+
+
+LANG_SAMPLE = 500  # latest titles read to tell the corpus's language
+
+
+def corpus_lang(sample: Sequence[str]) -> str:
+    """``"zh"`` when at least half of the titles have a Han character, else ``"en"`` when they
+    have Latin letters, else ``"und"`` (undetermined, BCP 47). Chinese tech titles mix in
+    English words (Spring Boot 入门), so any Han character marks a title as Chinese."""
+    texts = [t for t in sample if t.strip()]
+    if not texts:
+        return "und"
+    han = sum(1 for t in texts if _HAN.search(t))
+    if 2 * han >= len(texts):
+        return "zh"
+    return "en" if any(_LATIN.search(t) for t in texts) else "und"
+
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN = re.compile(r"[A-Za-z]")

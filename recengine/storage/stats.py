@@ -97,6 +97,41 @@ def titles(*, session: Session, article_ids: Sequence[int]) -> dict[int, tuple[s
     return out
 
 
+def urls_of(*, session: Session, article_ids: Sequence[int]) -> dict[int, str]:
+    """article id -> stored url, for those of ``article_ids`` that have one."""
+    out: dict[int, str] = {}
+    for chunk in in_chunks(article_ids):
+        rows = session.execute(
+            select(Article.id, Article.url).where(Article.id.in_(chunk), Article.url.is_not(None))
+        )
+        out.update({r.id: r.url for r in rows if r.url})
+    return out
+
+
+def member_distances(*, session: Session) -> list[int]:
+    """The stored distance of every live cluster member to its canonical (canonicals left out)."""
+    return list(
+        session.scalars(
+            select(ClusterMember.distance)
+            .join(Article, Article.id == ClusterMember.article_id)
+            .where(active_rows(), ClusterMember.article_id != ClusterMember.canonical_id)
+            .where(Article.deleted_at.is_(None))
+        )
+    )
+
+
+def latest_titles(*, session: Session, limit: int) -> list[str]:
+    """Titles of the ``limit`` most recently stored live articles (a sample of the corpus)."""
+    return list(
+        session.scalars(
+            select(Article.title)
+            .where(Article.deleted_at.is_(None))
+            .order_by(Article.id.desc())
+            .limit(limit)
+        )
+    )
+
+
 @dataclass(frozen=True)
 class ReindexProgress:
     """A reindex seen from SQL: the newest IDF model that is not active yet, if any.
