@@ -114,6 +114,24 @@ def normalize(text: str) -> str:
     return collapse_whitespace(text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
+def readable(text: str) -> str:
+    """The stored text as a reader sees it: markup removed as :func:`clean` removes it (the same
+    test for what is markup), entities decoded, zero-width characters dropped, line breaks
+    unified; nothing folded or collapsed. NFKC is for comparing texts (``，`` -> ``,``), not for
+    showing them; runs of spaces stay (``text.paragraphs`` reads them as paragraph breaks).
+
+    Example:
+        >>> readable("<p>数据库，索引（Ｂ树）</p><p>二</p>")
+        '\\n数据库，索引（Ｂ树）\\n\\n二\\n'
+    """
+    if _LOOKS_LIKE_HTML.search(text):
+        text = strip_html(text)
+    for char in _ZERO_WIDTH:
+        if char in text:
+            text = text.replace(char, "")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def clean(text: str) -> str:
     """Clean HTML or plain text for tokenization.
 

@@ -1,4 +1,5 @@
-"""Clean text -> paragraphs to show a person: the text's own breaks, else groups of sentences.
+"""Readable text (``text.clean.readable``) -> paragraphs to show a person: the text's own breaks,
+else groups of sentences.
 
 Many exports (the demo's news corpus among them) store a whole article as one line, with
 paragraph breaks flattened into runs of spaces or lost altogether. Shown as is, that is a wall
@@ -20,10 +21,11 @@ _SENTENCE_END = re.compile(r"(?<=[。！？!?…])[”’」』\"')）]*|(?<=[.;
 
 
 def paragraphs(text: str) -> list[str]:
-    """The paragraphs of clean ``text`` (see the module docstring); blank ones left out."""
+    """The paragraphs of ``text`` (see the module docstring); blank ones left out, each with its
+    runs of whitespace made one space."""
     out: list[str] = []
     for block in _BREAK.split(text):
-        block = block.strip()
+        block = " ".join(block.split())
         if block:
             out.extend(_cut(block) if len(block) > LONG else [block])
     return out

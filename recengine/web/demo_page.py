@@ -27,7 +27,7 @@ from recengine.errors import ModelMissing, NotFound
 from recengine.recommend.duplicates import DuplicatesOf, clusters, duplicates_of
 from recengine.storage.articles import get_article, latest_articles, titles_of
 from recengine.storage.models import Article
-from recengine.text.clean import clean
+from recengine.text.clean import readable
 from recengine.text.paragraphs import paragraphs
 from recengine.web.errors import status_of
 from recengine.web.routing import validated_query
@@ -76,7 +76,7 @@ def demo() -> ResponseReturnValue:
     article = get_article(session=current, external_id=wanted) if wanted else None
     editor = _editor_view(current, article) if article is not None else None
     ids = [*clustered, *_mentioned(editor)]
-    shown = paragraphs(clean(article.content)) if article is not None else []
+    shown = paragraphs(readable(article.content)) if article is not None else []
     page = render_template(
         "demo.html",
         article=article,

@@ -25,7 +25,7 @@ from flask.typing import ResponseReturnValue
 from recengine.config import Settings
 from recengine.storage.articles import get_article
 from recengine.storage.db import make_engine, make_session_factory
-from recengine.text.clean import clean
+from recengine.text.clean import readable
 from recengine.text.paragraphs import paragraphs
 from recengine.web.app import create_app
 from recengine.web.demo_page import EXAMPLE_SITE, opening
@@ -44,7 +44,7 @@ def create_example_site(settings: Settings, service: str) -> Flask:
         with factory() as session:
             wanted = request.args.get("article") or opening(session, chosen)
             article = get_article(session=session, external_id=wanted) if wanted else None
-            shown = paragraphs(clean(article.content))[:MAX_PARAGRAPHS] if article else []
+            shown = paragraphs(readable(article.content))[:MAX_PARAGRAPHS] if article else []
         snippet = (
             f'<div data-recengine-article="{article.external_id}"></div>\n'
             f'<script src="{service}/widget.js" defer></script>'

@@ -201,3 +201,14 @@ def test_openapi_describes_every_endpoint_and_error(make_app: Callable[..., Flas
     assert schemas["EventsIn"]["oneOf"][1]["maxItems"] == 9
     assert set(schemas["ArticleRecord"]["required"]) == {"id"}
     assert spec["components"]["securitySchemes"]["bearer"] == {"type": "http", "scheme": "bearer"}
+
+
+def test_demo_page_shows_the_stored_text_not_the_folded_one(client: FlaskClient) -> None:
+    """NFKC folding is for comparing texts: the page shows what was stored (full-width
+    punctuation and letters kept), its paragraphs from the text's own breaks."""
+    body = "<p>数据库，索引（Ｂ树）的原理：查询优化！</p><p>　　第二段，ＳＱＬ。</p>"
+    client.post("/api/v1/articles", json=record(1, content=body), headers=AUTH)
+    page = client.get("/?article=a1").get_data(as_text=True)
+    assert "<p>数据库，索引（Ｂ树）的原理：查询优化！</p>" in page
+    assert "<p>第二段，ＳＱＬ。</p>" in page
+    assert "数据库,索引(B树)" not in page and "SQL" not in page
