@@ -80,3 +80,16 @@ def test_licences_are_shipped() -> None:
     stopwords = (ROOT / "recengine" / "resources" / "stopwords.txt").read_text(encoding="utf-8")
     assert "Copyright (c) 2018 worry1613" in stopwords
     assert "Permission is hereby granted" in stopwords
+
+
+def test_the_readme_figures_name_data_a_clone_has() -> None:
+    """ "What it measures" says what the benches ran on in terms of this repository: the corpora
+    of tests/data (each named one exists), not a ../shared/data a clone does not have."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## What it measures", 1)[1].split("\n## ", 1)[0]
+    intro, table = section.split("| |", 1)
+    assert "`tests/data`" in intro
+    for corpus in re.findall(r"`(csdn-blog-100|javaguide|csl-papers)`", intro):
+        assert (ROOT / "tests" / "data" / corpus).is_dir(), corpus
+    assert "../shared" not in table
+    assert "../shared/data" not in intro.replace("BENCHMARKS.md's `../shared/data`", "")
