@@ -48,7 +48,7 @@ def test_upgrade_ingest_reingest(run, settings: Settings, tmp_path: Path) -> Non
     assert counts(settings) == (5, 5)
 
     result = run("ingest", str(path), "--json")
-    assert json.loads(result.output)["unchanged"] == 5
+    assert json.loads(result.stdout)["unchanged"] == 5  # progress lines go to stderr
 
 
 def test_rejections_are_listed_with_line_numbers(run, settings: Settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

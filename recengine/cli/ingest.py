@@ -81,17 +81,21 @@ def ingest(
         fmt, output = cast("Format", output), "text"
     as_json = as_json or output == "json"
     from recengine.cli import reindex as reindex_cmd
+    from recengine.cli.progress import PhaseProgress
     from recengine.pipeline.ingest import Ingester
     from recengine.pipeline.readers import read_file
 
     names = [c.strip() for c in columns.split(",")] if columns else None
+    progress = PhaseProgress("ingest", "records")
     try:
         with Ingester(ctx.factory, ctx.featurizer) as ingester:  # stops its workers, if any
             summary = ingester.ingest_raw(
-                read_file(file, fmt, ctx.settings.ingest.max_record_bytes, names)
+                read_file(file, fmt, ctx.settings.ingest.max_record_bytes, names), progress
             )
     except UnicodeDecodeError as exc:
         raise InvalidRecord(f"{file}: not UTF-8 ({exc.reason})") from None
+    finally:
+        progress.close()
     ingester.dedup.save()  # the near-duplicate index, as of the last committed batch
     _print(summary, file, as_json)
     if summary.features_pending and reindex:

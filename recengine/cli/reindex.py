@@ -1,7 +1,8 @@
 """``recengine reindex``: rebuild the IDF model, vectors and fingerprints from SQL.
 
-A progress bar per phase (articles done, rate, ETA) is drawn on a terminal only: in CI or when
-stderr is redirected the command prints just its summary line (``cli.reindex_output``).
+On a terminal, a progress bar per counted phase (articles done, rate, ETA) and a line for each
+other phase; in a pipe or a CI log, plain lines: each phase's start and end, and its count every
+ten seconds (``cli.progress``). The summary line goes to standard output.
 """
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ def run(
     resume: bool = True,
 ) -> ReindexResult:
     """Reindex locally with a progress bar; print and return the summary."""
-    from recengine.cli.reindex_output import BarProgress, echo_result
+    from recengine.cli.progress import PhaseProgress
+    from recengine.cli.reindex_output import echo_result
     from recengine.pipeline.incremental import reindex_incremental
     from recengine.pipeline.parallel import AnalysisPool
     from recengine.pipeline.reindex import reindex as run_reindex
 
     settings = ctx.settings
-    bar = BarProgress()
+    bar = PhaseProgress("reindex")
     pool = AnalysisPool(
         settings,
         workers=settings.reindex.workers if workers is None else workers,

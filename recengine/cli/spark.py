@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from recengine.cli.context import CliContext
-from recengine.cli.reindex_output import BarProgress, echo_result
+from recengine.cli.progress import PhaseProgress
+from recengine.cli.reindex_output import echo_result
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.spark.job import SparkInput, spark_reindex
 from recengine.pipeline.spark.session import spark_session
@@ -22,7 +23,7 @@ def run(ctx: CliContext, *, master: str | None, input_path: Path | None) -> Rein
     settings = ctx.settings
     factory = ctx.factory  # checks the schema before Spark starts
     spark, created = spark_session(settings.spark, master, progress=sys.stderr.isatty())
-    bar = BarProgress()
+    bar = PhaseProgress("reindex")
     try:
         with AnalysisPool(settings, settings.reindex.workers, ctx.featurizer) as pool:
             result = spark_reindex(

@@ -45,6 +45,7 @@ from recengine.pipeline.readers import RawRecord
 from recengine.pipeline.records import ArticleRecord, parse_record
 from recengine.pipeline.summary import IngestSummary as IngestSummary
 from recengine.pipeline.summary import Rejection as Rejection
+from recengine.pipeline.versions import Progress, QuietProgress
 from recengine.storage.articles import (
     ExistingArticle,
     find_existing,
@@ -98,23 +99,38 @@ class Ingester:
         if self._own_pool:
             self.pool.close()
 
-    def ingest_raw(self, raw: Iterable[RawRecord]) -> IngestSummary:
+    def ingest_raw(
+        self, raw: Iterable[RawRecord], progress: Progress | None = None
+    ) -> IngestSummary:
         """Validate and upsert records read from a file, batch by batch.
 
         With a pool, batch n + 1 is validated, read and sent to the workers before batch n is
         written, so the analysis of one overlaps the write of the other (batches are still
         written in order, each in its own transaction).
+
+        Args:
+            progress: told of one phase, ``records``, then of each batch's records once the
+                batch is committed (or rejected whole).
         """
+        progress = progress or QuietProgress()
+        progress.start("records", None)
         summary = IngestSummary()
-        waiting: _Prepared | None = None
+        waiting: tuple[_Prepared | None, int] | None = None
         for batch in _batches(raw, self.settings.ingest.batch_size):
             prepared = self._prepare(self._validate(batch, summary), summary)
             if waiting is not None:
-                self._commit(waiting, summary)
-            waiting = prepared
+                self._commit_counted(*waiting, summary, progress)
+            waiting = (prepared, len(batch))
         if waiting is not None:
-            self._commit(waiting, summary)
+            self._commit_counted(*waiting, summary, progress)
         return summary
+
+    def _commit_counted(
+        self, prepared: _Prepared | None, n: int, summary: IngestSummary, progress: Progress
+    ) -> None:
+        if prepared is not None:
+            self._commit(prepared, summary)
+        progress.update(n)
 
     def _validate(
         self, batch: list[RawRecord], summary: IngestSummary
@@ -131,9 +147,12 @@ class Ingester:
                 summary.reject(item.line, _id_of(item.data), str(exc))
         return valid
 
-    def ingest_records(self, records: Iterable[dict[str, Any]]) -> IngestSummary:
+    def ingest_records(
+        self, records: Iterable[dict[str, Any]], progress: Progress | None = None
+    ) -> IngestSummary:
         """Python API: records as dicts (the JSON record); positions count from 1."""
-        return self.ingest_raw(RawRecord(n, data=r) for n, r in enumerate(records, 1))
+        raw = (RawRecord(n, data=r) for n, r in enumerate(records, 1))
+        return self.ingest_raw(raw, progress)
 
     def upsert_atomic(self, records: list[ArticleRecord]) -> IngestSummary:
         """Upsert already validated records in one transaction (the HTTP API's batch)."""

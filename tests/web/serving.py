@@ -166,9 +166,7 @@ def demo_check(limit: int) -> None:
             "cors": related.headers.get("access-control-allow-origin"),
             "site": site,
         }
-    print(
-        json.dumps({"status": results, "health": health, "example": example, "log": server.log[:3]})
-    )
+    print(json.dumps({"status": results, "health": health, "example": example, "log": server.log}))
 
 
 if __name__ == "__main__":

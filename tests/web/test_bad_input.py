@@ -333,7 +333,7 @@ def test_ingest_rejects_each_bad_line_and_ingests_the_rest(
     for leak in ("Traceback", "INSERT", "SELECT", "[parameters", "sqlalchemy", "internal error"):
         assert leak not in output, leak
     if as_json:
-        summary = json.loads(output.splitlines()[0])
+        summary = json.loads(result.stdout.splitlines()[0])  # progress: on stderr
         assert summary["rejected"] == len(BAD_RECORDS) and summary["inserted"] == good
         reasons = {r["line"]: r["reason"] for r in summary["rejections"]}
         for n, (case, _, fragment) in enumerate(BAD_RECORDS):
