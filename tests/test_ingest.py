@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from recengine.cli import main
+from recengine.cli.context import CliContext
+from recengine.config import Settings
 from recengine.features.tfidf import SparseVector
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
@@ -32,6 +37,22 @@ def snapshot(factory: sessionmaker[Session]) -> dict[str, tuple[object, ...]]:
             ).outerjoin(ArticleFeatures, ArticleFeatures.article_id == Article.id)
         ).all()
     return {r[0]: tuple(r[1:]) for r in rows}
+
+
+@pytest.fixture
+def cli(settings: Settings, factory: sessionmaker[Session]) -> Any:
+    """The command line on the migrated test database."""
+    runner = CliRunner()
+
+    def invoke(*args: str, stdin: bytes | None = None) -> Any:
+        return runner.invoke(main, list(args), obj=CliContext(settings), input=stdin)
+
+    return invoke
+
+
+def stored_tags(factory: sessionmaker[Session]) -> dict[str, list[str]]:
+    with factory() as session:
+        return {r.external_id: list(r.tags) for r in session.execute(select(Article)).scalars()}
 
 
 @pytest.fixture
@@ -163,3 +184,30 @@ def test_ingest_is_idempotent_in_any_order(
     summary = ingester.ingest_records(finals)
     assert summary.unchanged == len(finals)
     assert snapshot(factory) == first
+
+
+def test_a_csv_tag_cell_keeps_multi_word_tags(
+    cli: Any, factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    path = tmp_path / "tags.csv"
+    path.write_text(
+        'id,title,tags\nj1,Spring 入门,"Spring Boot;Spring Cloud"\n'
+        'j2,中文,"机器 学习，深度 学习"\n',
+        encoding="utf-8",
+    )
+    result = cli("ingest", str(path), "--no-reindex")
+    assert result.exit_code == 0, result.output
+    assert stored_tags(factory) == {
+        "j1": ["Spring Boot", "Spring Cloud"],
+        "j2": ["机器 学习", "深度 学习"],
+    }
+
+
+def test_the_csdn_layout_keeps_tags_with_a_space(
+    cli: Any, factory: sessionmaker[Session], data_dir: Path
+) -> None:
+    result = cli("ingest", str(data_dir / "csdn-blog-100" / "csdn_blog_100.tsv"), "--no-reindex")
+    assert result.exit_code == 0, result.output
+    tags = stored_tags(factory)
+    assert tags["321"][:2] == ["internet", "产品"]
+    assert sum("sql server" in t for t in tags.values()) == 2

@@ -78,8 +78,21 @@ def test_rejections_name_the_field(data: dict[str, object], message: str) -> Non
 
 
 def test_numeric_id_and_string_tags() -> None:
-    r = parse_record({"id": 42, "title": "t", "tags": "python, 数据库；redis  go"})
+    r = parse_record({"id": 42, "title": "t", "tags": "python, 数据库；redis，go;"})
     assert r.id == "42" and r.tags == ["python", "数据库", "redis", "go"]
+
+
+@pytest.mark.parametrize(
+    ("cell", "tags"),
+    [
+        ("Spring Boot;Spring Cloud", ["Spring Boot", "Spring Cloud"]),
+        ("Spring Boot, Spring Cloud ,", ["Spring Boot", "Spring Cloud"]),
+        ("机器 学习；深度 学习，sql server", ["机器 学习", "深度 学习", "sql server"]),
+        ("  ", []),
+    ],
+)
+def test_a_tag_cell_splits_on_commas_and_semicolons_only(cell: str, tags: list[str]) -> None:
+    assert parse_record({"id": "x", "title": "t", "tags": cell}).tags == tags
 
 
 def test_record_hash_is_canonical() -> None:

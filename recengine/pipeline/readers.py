@@ -10,7 +10,10 @@ CSV/TSV files name their columns in a header row (``id``, ``title``, ``content``
 ``tags``, ``category``, ``author``, ``published_at`` and common aliases such as ``_id``,
 ``body``, ``html``, ``timestamp``). A headerless file with the eight columns of the CSDN blog
 export (``tests/data/csdn-blog-100``: id, title, tags, unix time, views, author, original
-flag, HTML body) is recognised; any other headerless file needs ``columns``.
+flag, HTML body) is recognised (its tags are separated by runs of two spaces, since a tag may
+hold one: ``sql server``); any other headerless file needs ``columns``. A tag cell of any other
+file lists tags separated by commas or semicolons (``Spring Boot;Spring Cloud``: see
+``pipeline.records``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import codecs
 import csv
 import io
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +35,7 @@ from recengine.jsontext import json_type
 Format = Literal["jsonl", "csv", "tsv"]
 
 CSDN_COLUMNS = ("id", "title", "tags", "published_at", "views", "author", "original", "content")
+_CSDN_TAG_SPLIT = re.compile(r"\s{2,}")
 ALIASES = {
     "_id": "id",
     "article_id": "id",
@@ -131,6 +136,7 @@ def read_delimited(
     csv.field_size_limit(max(max_record_bytes, 131_072))
     reader = csv.reader(text, delimiter=delimiter)
     header: list[str] | None = list(columns) if columns else None
+    csdn = False  # the headerless CSDN layout, whose tags are separated by two spaces
     start = 1
     while True:
         try:
@@ -149,12 +155,16 @@ def read_delimited(
             if header is not None:
                 continue
             header = _headerless_layout(row)
+            csdn = header is not None
             if header is None:
                 raise InvalidRecord(
                     "the file has no header row naming its columns (id, title, content, ...) "
                     "and is not the CSDN blog layout: add a header or give --columns"
                 )
-        yield _row_record(line, row, header, max_record_bytes)
+        record = _row_record(line, row, header, max_record_bytes)
+        if csdn and record.data is not None:
+            record.data["tags"] = [t for t in _CSDN_TAG_SPLIT.split(record.data["tags"]) if t]
+        yield record
 
 
 def _row_record(line: int, row: list[str], header: list[str], limit: int) -> RawRecord:

@@ -35,7 +35,9 @@ from recengine.jsontext import json_type, printable
 from recengine.times import TIME_SCHEMA, parse_time
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_TAG_SPLIT = re.compile(r"[,，;；\s]+")
+# A tag cell (CSV/TSV, or a string instead of a list) lists tags separated by commas or
+# semicolons, ASCII or full-width; spaces belong to a tag ("Spring Boot").
+_TAG_SPLIT = re.compile(r"[,，;；]")
 ShortText = Annotated[str, Field(max_length=255)]
 _INT64 = 1 << 63
 
@@ -58,7 +60,11 @@ ID_SCHEMA: dict[str, Any] = {
 _TAGS_SCHEMA: dict[str, Any] = {
     "anyOf": [
         {"type": "array", "items": {"type": "string", "maxLength": 255}, "maxItems": 200},
-        {"type": "string", "description": "Tags separated by commas, semicolons or spaces."},
+        {
+            "type": "string",
+            "description": "Tags separated by commas or semicolons (ASCII or full-width); "
+            "spaces belong to a tag.",
+        },
         {"type": "null"},
     ],
 }
@@ -148,7 +154,7 @@ class ArticleRecord(BaseModel):
         if value is None:
             return []
         if isinstance(value, str):
-            return [t for t in _TAG_SPLIT.split(value) if t]
+            return [t.strip() for t in _TAG_SPLIT.split(value) if t.strip()]
         return value
 
     @field_validator("tags", mode="after")
