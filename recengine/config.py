@@ -111,6 +111,7 @@ class IngestSettings(_Section):
     workers: int = Field(default=1, ge=0, le=256)
     parallel_min_batch: int = Field(default=64, ge=1)
     kept_compared_mb: int = Field(default=128, ge=0, le=1_000_000)
+    extra_fields: Literal["refuse", "report"] = "refuse"
 
     @field_validator("naive_timezone")
     @classmethod

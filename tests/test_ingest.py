@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.cli import main
 from recengine.cli.context import CliContext
-from recengine.config import Settings
+from recengine.config import Settings, load_settings
 from recengine.features.tfidf import SparseVector
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
@@ -41,13 +42,23 @@ def snapshot(factory: sessionmaker[Session]) -> dict[str, tuple[object, ...]]:
 
 @pytest.fixture
 def cli(settings: Settings, factory: sessionmaker[Session]) -> Any:
-    """The command line on the migrated test database."""
+    """The command line on the migrated test database: ``cli("ingest", path)``; settings
+    changed with ``ingest={...}``, standard input given as ``stdin``."""
     runner = CliRunner()
 
-    def invoke(*args: str, stdin: bytes | None = None) -> Any:
-        return runner.invoke(main, list(args), obj=CliContext(settings), input=stdin)
+    def invoke(*args: str, stdin: bytes | None = None, **overrides: dict[str, Any]) -> Any:
+        data = settings.model_dump(mode="json")
+        for key, value in overrides.items():
+            data[key] = {**data[key], **value}
+        ctx = CliContext(load_settings(data))
+        return runner.invoke(main, list(args), obj=ctx, input=stdin)
 
     return invoke
+
+
+def stored(factory: sessionmaker[Session]) -> dict[str, Article]:
+    with factory() as session:
+        return {a.external_id: a for a in session.execute(select(Article)).scalars()}
 
 
 def stored_tags(factory: sessionmaker[Session]) -> dict[str, list[str]]:
@@ -211,3 +222,40 @@ def test_the_csdn_layout_keeps_tags_with_a_space(
     tags = stored_tags(factory)
     assert tags["321"][:2] == ["internet", "产品"]
     assert sum("sql server" in t for t in tags.values()) == 2
+
+
+def test_the_real_javaguide_file_goes_in_with_its_bodies_or_not_at_all(
+    cli: Any, factory: sessionmaker[Session], data_dir: Path
+) -> None:
+    """Its records name the text ``body`` and the tags ``keywords``, and carry a ``section``."""
+    path = data_dir / "javaguide" / "javaguide.jsonl"
+    refused = cli("ingest", str(path), "--json", "--no-reindex")
+    summary = json.loads(refused.stdout.splitlines()[0])
+    assert refused.exit_code == 1 and summary["rejected"] == summary["read"] == 429
+    assert "unknown field 'section'" in summary["rejections"][0]["reason"]
+    assert stored(factory) == {}
+
+    result = cli("ingest", str(path), "--no-reindex", ingest={"extra_fields": "report"})
+    assert result.exit_code == 0, result.output
+    assert "inserted 429, " in result.stdout and "with fields left out 429" in result.stdout
+    assert "left out of line 1 (id javaguide/README.md): 'section'" in result.stderr
+    articles = stored(factory)
+    source = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert len(articles) == 429
+    for r in source:
+        article = articles[r["id"]]
+        assert article.content == r["body"].strip() and article.content
+        assert article.tags == list(dict.fromkeys(t.strip() for t in r["tags"] + r["keywords"]))
+
+
+def test_a_csv_column_that_is_no_field_refuses_the_file_or_is_reported(
+    cli: Any, factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    path = tmp_path / "cms.csv"
+    path.write_text("id,title,body,views\nc1,标题,正文,12\n", encoding="utf-8")
+    refused = cli("ingest", str(path), "--no-reindex")
+    assert refused.exit_code == 2 and "unknown field 'views'" in refused.output
+    assert stored(factory) == {}
+    result = cli("ingest", str(path), "--no-reindex", ingest={"extra_fields": "report"})
+    assert result.exit_code == 0 and "left out of line 2 (id c1): 'views'" in result.stderr
+    assert stored(factory)["c1"].content == "正文"

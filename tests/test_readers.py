@@ -47,12 +47,27 @@ def test_csv_with_header_aliases_and_multiline_fields() -> None:
     data = 'id,title,body,tags\n1,"标题, 一","第一行\n第二行","a b"\n2,t2,c2,\n'.encode()
     records = list(read_delimited(io.BytesIO(data), ",", 10_000))
     assert [r.line for r in records] == [2, 4]
-    assert records[0].data == {
+    assert records[0].data == {  # (the record maps body to content: pipeline.record_fields)
         "id": "1",
         "title": "标题, 一",
-        "content": "第一行\n第二行",
+        "body": "第一行\n第二行",
         "tags": "a b",
     }
+
+
+def test_a_header_naming_an_unknown_column_refuses_the_file_or_is_reported() -> None:
+    data = b"ID,Title,Link,views,\n1,t,https://x.test/1,30,\n2,u,,,extra\n"
+    with pytest.raises(InvalidRecord, match="unknown field 'views'"):
+        list(read_delimited(io.BytesIO(data), ",", 10_000))
+    records = list(read_delimited(io.BytesIO(data), ",", 10_000, extra_fields="report"))
+    assert [r.data for r in records] == [
+        {"id": "1", "title": "t", "link": "https://x.test/1", "views": "30"},
+        {"id": "2", "title": "u", "link": "", "views": "", "": "extra"},  # an unnamed cell
+    ]
+    with pytest.raises(InvalidRecord, match="'title' twice"):
+        list(read_delimited(io.BytesIO(b"id,title,Title\n1,a,b\n"), ",", 10_000))
+    with pytest.raises(InvalidRecord, match="unknown field 'x'"):
+        list(read_delimited(io.BytesIO(b"1,a,b\n"), ",", 10_000, columns=["id", "title", "x"]))
 
 
 def test_csv_row_errors() -> None:
@@ -73,6 +88,7 @@ def test_headerless_csdn_tsv_is_recognised(data_dir: Path) -> None:
     first = records[0].data
     assert first is not None and first["id"] == "321"
     assert first["published_at"] == "1081489020" and "<div" in first["content"]
+    assert "views" not in first and "original" not in first  # not article fields: left out
 
 
 def test_unknown_headerless_layout_and_extension(tmp_path: Path) -> None:

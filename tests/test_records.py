@@ -6,7 +6,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from recengine.errors import InvalidRecord
+from recengine.pipeline.record_fields import ALIASES
 from recengine.pipeline.records import parse_record
+
+ZONE_SH = ZoneInfo("Asia/Shanghai")
 
 
 def test_full_record() -> None:
@@ -20,7 +23,6 @@ def test_full_record() -> None:
             "category": "tech",
             "author": "张三",
             "published_at": "2024-05-01T08:00:00+08:00",
-            "views": 123,  # unknown fields are ignored
         }
     )
     assert r.title == "标题" and r.tags == ["python", "数据库"]
@@ -100,3 +102,40 @@ def test_record_hash_is_canonical() -> None:
     b = parse_record({"tags": ["a", "b"], "title": " t ", "id": "x"})
     c = parse_record({"id": "x", "title": "t", "tags": ["b", "a"]})
     assert a.record_hash() == b.record_hash() != c.record_hash()
+
+
+@pytest.mark.parametrize(("alias", "field"), sorted(ALIASES.items()))
+def test_every_other_name_of_a_field_sets_it(alias: str, field: str) -> None:
+    values = {"id": "x9", "tags": ["t"], "published_at": "2024-05-01T00:00:00Z"}
+    value = values.get(field, "值")
+    base = {"title": "t"} if field == "id" else {"id": "x", "title": "t"}
+    record = parse_record({**base, alias: value})
+    expected = datetime(2024, 5, 1, tzinfo=UTC) if field == "published_at" else value
+    assert getattr(record, field) == expected
+
+
+def test_an_unknown_field_is_refused_by_name() -> None:
+    with pytest.raises(InvalidRecord, match=r"unknown field 'section'.*extra_fields"):
+        parse_record({"id": "x", "title": "t", "section": "README.md"})
+    with pytest.raises(InvalidRecord, match="unknown fields 'contnet', 'views' \\("):
+        parse_record({"id": "x", "title": "t", "contnet": "正文", "views": 3})
+
+
+def test_a_field_under_two_names_must_agree() -> None:
+    with pytest.raises(InvalidRecord, match="give content or body, not both"):
+        parse_record({"id": "x", "body": "一", "content": "二"})
+    assert parse_record({"id": "x", "body": "一", "content": "一"}).content == "一"
+    assert parse_record({"id": "x", "content": " ", "text": "三"}).content == "三"  # blank
+    assert parse_record({"_id": "y", "id": None, "title": "t"}).id == "y"  # null gives way
+    merged = parse_record({"id": "x", "title": "t", "tags": ["a"], "keywords": "b；a"})
+    assert merged.tags == ["a", "b"]
+
+
+def test_report_mode_leaves_unknown_fields_out_and_lists_them() -> None:
+    data = {"id": "x", "title": "t", "body": "正文", "section": "s", "views": 3}
+    record = parse_record(data, ZONE_SH, extra_fields="report")
+    assert record.content == "正文" and record.ignored_fields == ("section", "views")
+    plain = parse_record({"id": "x", "title": "t", "content": "正文"})
+    assert record.record_hash() == plain.record_hash() and plain.ignored_fields == ()
+    dated = parse_record({**data, "date": "2024-05-01 08:00"}, ZONE_SH, extra_fields="report")
+    assert dated.ignored_fields == ("section", "views")  # kept through with_timezone

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, cast
 import click
 
 from recengine.errors import InvalidRecord
+from recengine.jsontext import printable
 
 if TYPE_CHECKING:
     from recengine.cli.context import CliContext
@@ -87,10 +88,12 @@ def ingest(
 
     names = [c.strip() for c in columns.split(",")] if columns else None
     progress = PhaseProgress("ingest", "records")
+    limits = ctx.settings.ingest
     try:
         with Ingester(ctx.factory, ctx.featurizer) as ingester:  # stops its workers, if any
             summary = ingester.ingest_raw(
-                read_file(file, fmt, ctx.settings.ingest.max_record_bytes, names), progress
+                read_file(file, fmt, limits.max_record_bytes, names, limits.extra_fields),
+                progress,
             )
     except UnicodeDecodeError as exc:
         raise InvalidRecord(f"{file}: not UTF-8 ({exc.reason})") from None
@@ -118,9 +121,17 @@ def _print(summary: IngestSummary, file: Path, as_json: bool) -> None:
         f"{file}: read {summary.read}, inserted {summary.inserted}, updated {summary.updated}, "
         f"unchanged {summary.unchanged}, rejected {summary.rejected}"
         + (f", superseded in file {summary.superseded}" if summary.superseded else "")
+        + (f", with fields left out {summary.ignored}" if summary.ignored else "")
     )
     for r in summary.rejections[:SHOWN_REJECTIONS]:
         where = f"line {r.line}" + (f" (id {r.id})" if r.id else "")
         click.echo(f"  rejected {where}: {r.reason}", err=True)
     if summary.rejected > SHOWN_REJECTIONS:
         click.echo(f"  ... and {summary.rejected - SHOWN_REJECTIONS} more rejected", err=True)
+    for left in summary.ignored_fields[:SHOWN_REJECTIONS]:
+        fields = ", ".join(f"'{printable(f, 40)}'" for f in left.fields)
+        click.echo(f"  left out of line {left.line} (id {printable(left.id)}): {fields}", err=True)
+    if summary.ignored > SHOWN_REJECTIONS:
+        click.echo(
+            f"  ... and {summary.ignored - SHOWN_REJECTIONS} more with fields left out", err=True
+        )

@@ -42,6 +42,7 @@ from recengine.pipeline.featurize import (
 from recengine.pipeline.models import ModelCache
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.pipeline.readers import RawRecord
+from recengine.pipeline.record_fields import field_name
 from recengine.pipeline.records import ArticleRecord, parse_record
 from recengine.pipeline.summary import IngestSummary as IngestSummary
 from recengine.pipeline.summary import Rejection as Rejection
@@ -82,6 +83,7 @@ class Ingester:
         self.settings = featurizer.settings
         self.models = ModelCache(model_params(self.settings))
         self.zone = ZoneInfo(self.settings.ingest.naive_timezone)
+        self.extra_fields = self.settings.ingest.extra_fields
         self.dedup = dedup or Deduplicator(self.settings)
         self._own_pool = pool is None
         self.pool = pool or AnalysisPool(
@@ -142,9 +144,13 @@ class Ingester:
                 summary.reject(item.line, None, item.error or "empty record")
                 continue
             try:
-                valid.append((item.line, parse_record(item.data, self.zone)))
+                record = parse_record(item.data, self.zone, extra_fields=self.extra_fields)
             except InvalidRecord as exc:
                 summary.reject(item.line, _id_of(item.data), str(exc))
+                continue
+            if record.ignored_fields:
+                summary.ignore(item.line, record.id, record.ignored_fields)
+            valid.append((item.line, record))
         return valid
 
     def ingest_records(
@@ -353,7 +359,7 @@ def _row(
 
 def _id_of(data: dict[str, Any]) -> str | None:
     """A rejected record's id for the report, printable (it may be what made it bad)."""
-    value = data.get("id")
+    value = next((v for k, v in data.items() if isinstance(k, str) and field_name(k) == "id"), None)
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 1 << 63:
         value = str(value)
     return printable(value) if isinstance(value, str) and value else None

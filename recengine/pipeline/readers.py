@@ -6,14 +6,17 @@ huge numbers, a record over the size limit, a row with the wrong number of field
 record. Only a problem with the whole file (missing,
 unreadable, unknown format) raises.
 
-CSV/TSV files name their columns in a header row (``id``, ``title``, ``content``, ``url``,
-``tags``, ``category``, ``author``, ``published_at`` and common aliases such as ``_id``,
-``body``, ``html``, ``timestamp``). A headerless file with the eight columns of the CSDN blog
-export (``tests/data/csdn-blog-100``: id, title, tags, unix time, views, author, original
-flag, HTML body) is recognised (its tags are separated by runs of two spaces, since a tag may
-hold one: ``sql server``); any other headerless file needs ``columns``. A tag cell of any other
-file lists tags separated by commas or semicolons (``Spring Boot;Spring Cloud``: see
-``pipeline.records``).
+CSV/TSV files name their columns in a header row, case-insensitively, by the record's field
+names and their other names (``pipeline.record_fields``: ``_id``, ``body``, ``html``,
+``timestamp``, ...). Under ``ingest.extra_fields = "refuse"`` (the default) a header naming any
+other column refuses the whole file before a row is read; under ``"report"`` such columns are
+read and each record lists them as left out. A headerless file with the eight columns of the
+CSDN blog export (``tests/data/csdn-blog-100``: id, title, tags, unix time, views, author,
+original flag, HTML body) is recognised: its views and original flag are not article fields and
+are left out, and its tags are separated by runs of two spaces, since a tag may hold one
+(``sql server``). Any other headerless file needs ``columns``. A tag cell of any other file
+lists tags separated by commas or semicolons (``Spring Boot;Spring Cloud``: see
+``pipeline.record_fields``).
 """
 
 from __future__ import annotations
@@ -30,26 +33,14 @@ from typing import Any, BinaryIO, Literal
 
 from recengine import jsontext
 from recengine.errors import InvalidRecord
-from recengine.jsontext import json_type
+from recengine.jsontext import json_type, printable
+from recengine.pipeline.record_fields import ExtraFields, field_name, unknown_message
 
 Format = Literal["jsonl", "csv", "tsv"]
 
 CSDN_COLUMNS = ("id", "title", "tags", "published_at", "views", "author", "original", "content")
 _CSDN_TAG_SPLIT = re.compile(r"\s{2,}")
-ALIASES = {
-    "_id": "id",
-    "article_id": "id",
-    "body": "content",
-    "html": "content",
-    "text": "content",
-    "timestamp": "published_at",
-    "time": "published_at",
-    "date": "published_at",
-    "published": "published_at",
-    "link": "url",
-    "keywords": "tags",
-}
-KNOWN_FIELDS = {"id", "title", "content", "url", "tags", "category", "author", "published_at"}
+_CSDN_LEFT_OUT = ("views", "original")
 
 
 @dataclass(frozen=True)
@@ -80,6 +71,7 @@ def read_file(
     fmt: Format | None,
     max_record_bytes: int,
     columns: Sequence[str] | None = None,
+    extra_fields: ExtraFields = "refuse",
 ) -> Iterator[RawRecord]:
     """Stream the records of ``path`` (see the module docstring)."""
     fmt = fmt or detect_format(path)
@@ -87,9 +79,8 @@ def read_file(
         if fmt == "jsonl":
             yield from read_jsonl(handle, max_record_bytes)
         else:
-            yield from read_delimited(
-                handle, "," if fmt == "csv" else "\t", max_record_bytes, columns
-            )
+            delimiter = "," if fmt == "csv" else "\t"
+            yield from read_delimited(handle, delimiter, max_record_bytes, columns, extra_fields)
 
 
 def read_jsonl(handle: BinaryIO, max_record_bytes: int) -> Iterator[RawRecord]:
@@ -128,14 +119,20 @@ def read_delimited(
     delimiter: str,
     max_record_bytes: int,
     columns: Sequence[str] | None = None,
+    extra_fields: ExtraFields = "refuse",
 ) -> Iterator[RawRecord]:
-    """CSV (``,``) or TSV (``\\t``) rows, quoted fields may span lines."""
+    """CSV (``,``) or TSV (``\\t``) rows, quoted fields may span lines.
+
+    Raises:
+        InvalidRecord: no header naming the columns (see the module docstring), or one naming a
+            column twice or (``extra_fields="refuse"``) a column that is no record field.
+    """
     # surrogateescape keeps undecodable bytes as lone surrogates, so one bad row is reported
     # (below) instead of the decoder aborting the whole file.
     text = io.TextIOWrapper(handle, encoding="utf-8-sig", errors="surrogateescape", newline="")
     csv.field_size_limit(max(max_record_bytes, 131_072))
     reader = csv.reader(text, delimiter=delimiter)
-    header: list[str] | None = list(columns) if columns else None
+    header = _checked(list(columns), extra_fields) if columns else None
     csdn = False  # the headerless CSDN layout, whose tags are separated by two spaces
     start = 1
     while True:
@@ -153,6 +150,7 @@ def read_delimited(
         if header is None:
             header = _header_of(row)
             if header is not None:
+                _checked(header, extra_fields)
                 continue
             header = _headerless_layout(row)
             csdn = header is not None
@@ -164,6 +162,8 @@ def read_delimited(
         record = _row_record(line, row, header, max_record_bytes)
         if csdn and record.data is not None:
             record.data["tags"] = [t for t in _CSDN_TAG_SPLIT.split(record.data["tags"]) if t]
+            for name in _CSDN_LEFT_OUT:
+                del record.data[name]
         yield record
 
 
@@ -176,16 +176,30 @@ def _row_record(line: int, row: list[str], header: list[str], limit: int) -> Raw
         return RawRecord(line, error=f"record is {size} bytes, over the limit of {limit}")
     if len(row) != len(header):
         return RawRecord(line, error=f"expected {len(header)} fields, found {len(row)}")
-    data = {name: value for name, value in zip(header, row, strict=True) if name}
+    # a column without a name is left out where it is empty (a trailing delimiter), else kept
+    # under "" so that its cell is refused or reported as an unknown field, not dropped
+    data = {name: value for name, value in zip(header, row, strict=True) if name or value.strip()}
     return RawRecord(line, data=data)
 
 
 def _header_of(row: list[str]) -> list[str] | None:
-    """Canonical column names if ``row`` is a header naming an id and some text."""
-    names = [ALIASES.get(c.strip().lower(), c.strip().lower()) for c in row]
-    if "id" in names and ({"title", "content"} & set(names)):
+    """The column names (lower-case) if ``row`` is a header naming an id and some text."""
+    names = [c.strip().lower() for c in row]
+    fields = {field_name(n) for n in names}
+    if "id" in fields and ({"title", "content"} & fields):
         return names
     return None
+
+
+def _checked(names: list[str], extra_fields: ExtraFields) -> list[str]:
+    """``names`` as the columns of every row; see :func:`read_delimited` for what raises."""
+    twice = sorted({n for n in names if n and names.count(n) > 1})
+    if twice:
+        raise InvalidRecord(f"the file's columns name '{printable(twice[0], 40)}' twice")
+    unknown = [n for n in names if n and field_name(n) is None]
+    if unknown and extra_fields == "refuse":
+        raise InvalidRecord(f"the file's columns: {unknown_message(unknown)}")
+    return names
 
 
 def _headerless_layout(row: list[str]) -> list[str] | None:

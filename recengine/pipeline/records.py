@@ -6,12 +6,14 @@
 ``id`` is the caller's own string id; ``title`` or ``content`` must be non-empty. ``published_at``
 follows the one rule for times (``recengine.times``): ISO 8601 (a date alone means midnight) or
 Unix seconds, years 1900-2100; a time without an offset is read in ``ingest.naive_timezone`` (UTC
-unless configured). Unknown fields are ignored, so exports with extra columns (views, flags)
-load as they are.
+unless configured). Fields go by the names of ``pipeline.record_fields`` (``body`` is
+``content``, ...); any other field is refused with its name (:class:`ArticleRecord`), or left out
+and listed in ``ignored_fields`` (:class:`ReportingRecord`, ``ingest.extra_fields = "report"``).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
@@ -23,6 +25,8 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
     ValidationError,
     WithJsonSchema,
     field_validator,
@@ -32,12 +36,18 @@ from pydantic_core import ErrorDetails
 
 from recengine.errors import InvalidRecord
 from recengine.jsontext import json_type, printable
+from recengine.pipeline.record_fields import (
+    ALIASES,
+    FIELDS,
+    ExtraFields,
+    canonical_fields,
+    tag_list,
+    unknown_message,
+    unknown_names,
+)
 from recengine.times import TIME_SCHEMA, parse_time
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-# A tag cell (CSV/TSV, or a string instead of a list) lists tags separated by commas or
-# semicolons, ASCII or full-width; spaces belong to a tag ("Spring Boot").
-_TAG_SPLIT = re.compile(r"[,，;；]")
 ShortText = Annotated[str, Field(max_length=255)]
 _INT64 = 1 << 63
 
@@ -71,16 +81,18 @@ _TAGS_SCHEMA: dict[str, Any] = {
 _HAS_TEXT: dict[str, Any] = {
     "anyOf": [
         {"required": [name], "properties": {name: {"type": "string", "pattern": _NOT_BLANK}}}
-        for name in ("title", "content")
+        for name in ("title", "content", *(a for a, f in ALIASES.items() if f == "content"))
     ]
 }
 _NO_NUL = r"^[^\x00]*$"
 
 
 def _published_schema(schema: dict[str, Any]) -> None:
-    """Complete the generated JSON schema: title or content required, no NUL in any text."""
+    """Complete the generated JSON schema: title or content required, no NUL in any text, the
+    fields' other names (each field under one name only; tags and keywords may be merged)."""
     schema.update(_HAS_TEXT)
-    todo = list(schema["properties"].values())
+    properties = schema["properties"]
+    todo = list(properties.values())
     while todo:
         node = todo.pop()
         todo.extend(node.get("anyOf", []))
@@ -88,13 +100,29 @@ def _published_schema(schema: dict[str, Any]) -> None:
             todo.append(node["items"])
         if node.get("type") == "string" and "pattern" not in node and "format" not in node:
             node["pattern"] = _NO_NUL
+    # The other names of the fields (pipeline.record_fields), each field under one name only:
+    # any of "every name but this one is absent" (a `false` property schema), which generators
+    # handle better than `not`. The id's other names are left out: a record always has "id"
+    # here, and one more choice makes the combinations too many for schemathesis to generate.
+    groups = [[n, *(a for a, f in ALIASES.items() if f == n)] for n in FIELDS if n != "id"]
+    for group in groups:
+        for alias in group[1:]:
+            properties[alias] = {
+                **copy.deepcopy(properties[group[0]]),
+                "description": f"Also: {group[0]}.",
+            }
+    schema["allOf"] = [
+        {"anyOf": [{"properties": {o: False for o in group if o != name}} for name in group]}
+        for group in groups
+        if len(group) > 1 and group[0] != "tags"  # tags and keywords are merged
+    ]
 
 
 class ArticleRecord(BaseModel):
     """One article as callers send it (JSON Lines, CSV/TSV rows, HTTP bodies)."""
 
     model_config = ConfigDict(
-        extra="ignore",
+        extra="forbid",
         str_strip_whitespace=True,
         frozen=True,
         json_schema_extra=_published_schema,
@@ -110,6 +138,23 @@ class ArticleRecord(BaseModel):
     category: ShortText | None = None
     author: ShortText | None = None
     published_at: Annotated[datetime | None, WithJsonSchema(TIME_SCHEMA)] = None
+    _ignored: tuple[str, ...] = PrivateAttr(default=())
+
+    @property
+    def ignored_fields(self) -> tuple[str, ...]:
+        """The unknown fields left out of this record (only a :class:`ReportingRecord` has)."""
+        return self._ignored
+
+    @model_validator(mode="before")
+    @classmethod
+    def _field_names(cls, data: Any) -> Any:
+        """Fields by their names (``body`` is ``content``); unknown fields refused, by name."""
+        if not isinstance(data, dict):
+            return data
+        unknown = unknown_names(data)
+        if unknown:
+            raise ValueError(unknown_message(unknown))
+        return canonical_fields(data)
 
     @field_validator("*", mode="after")
     @classmethod
@@ -151,11 +196,7 @@ class ArticleRecord(BaseModel):
     @field_validator("tags", mode="before")
     @classmethod
     def _split_tags(cls, value: Any) -> Any:
-        if value is None:
-            return []
-        if isinstance(value, str):
-            return [t.strip() for t in _TAG_SPLIT.split(value) if t.strip()]
-        return value
+        return tag_list(value)
 
     @field_validator("tags", mode="after")
     @classmethod
@@ -187,8 +228,32 @@ class ArticleRecord(BaseModel):
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def parse_record(data: Any, zone: tzinfo = UTC) -> ArticleRecord:
-    """Validate one record.
+class ReportingRecord(ArticleRecord):
+    """An article record whose unknown fields are left out and listed in ``ignored_fields``
+    (``ingest.extra_fields = "report"``: exports with columns that are not article fields)."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _left_out(cls, data: Any, handler: ModelWrapValidatorHandler[ReportingRecord]) -> Any:
+        unknown = unknown_names(data) if isinstance(data, dict) else []
+        if not unknown:
+            return handler(data)
+        record = handler({k: v for k, v in data.items() if k not in unknown})
+        record._ignored = tuple(str(k) for k in unknown)
+        return record
+
+
+RECORD_CLASSES: dict[ExtraFields, type[ArticleRecord]] = {
+    "refuse": ArticleRecord,
+    "report": ReportingRecord,
+}
+
+
+def parse_record(
+    data: Any, zone: tzinfo = UTC, *, extra_fields: ExtraFields = "refuse"
+) -> ArticleRecord:
+    """Validate one record; unknown fields refused or (``"report"``) left out and listed in
+    its ``ignored_fields``.
 
     Raises:
         InvalidRecord: with a one-line reason naming the field, e.g.
@@ -197,7 +262,7 @@ def parse_record(data: Any, zone: tzinfo = UTC) -> ArticleRecord:
     if not isinstance(data, dict):
         raise InvalidRecord(f"expected a JSON object, got {json_type(data)}")
     try:
-        return ArticleRecord.model_validate(data).with_timezone(zone)
+        return RECORD_CLASSES[extra_fields].model_validate(data).with_timezone(zone)
     except ValidationError as exc:
         raise InvalidRecord(describe_validation(exc)) from None
 

@@ -28,7 +28,9 @@ from recengine.web.services import services, session
 def upsert() -> UpsertResult:
     """Store one article or a batch of articles (by id), all or nothing.
 
-    An identical record changes nothing ("unchanged"). A batch is one transaction: either every
+    An identical record changes nothing ("unchanged"). A field that is not an article field is
+    refused, or with ``ingest.extra_fields = "report"`` left out and listed in
+    ``ignored_fields``. A batch is one transaction: either every
     record is stored or, on any error, none is. Within a batch the last record of an id wins.
     New and changed articles are vectorised and fingerprinted at once (with the active model).
     """
@@ -44,6 +46,7 @@ def upsert() -> UpsertResult:
         superseded=summary.superseded,
         features_pending=summary.features_pending,
         ids=list(dict.fromkeys(r.id for r in records)),
+        ignored_fields={r.id: list(r.ignored_fields) for r in records if r.ignored_fields},
     )
 
 

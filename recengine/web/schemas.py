@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from recengine.config import Settings
-from recengine.pipeline.records import ID_PATTERN, ArticleRecord
+from recengine.pipeline.records import ID_PATTERN, RECORD_CLASSES, ArticleRecord
 from recengine.recommend.params import DECIMAL, INTEGER
 from recengine.times import TIME_SCHEMA, TIME_TEXT_SCHEMA, parse_time
 
@@ -165,6 +165,11 @@ class UpsertResult(_Out):
         description="Articles stored without features because no IDF model exists yet."
     )
     ids: list[str] = Field(description="Ids of the articles inserted or updated.")
+    ignored_fields: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Per article id, the fields left out of its record (with ingest.extra_fields "
+        '= "report"; by default a record with a field that is not an article field is refused).',
+    )
 
 
 class Deleted(_Out):
@@ -484,12 +489,14 @@ def build_models(settings: Settings) -> Models:
 
     def listed(name: str) -> Any:
         return Field(default_factory=list, max_length=values, description=FILTER_HELP[name])
+    # refuses unknown fields, or (ingest.extra_fields = "report") leaves them out, listed
+    record = RECORD_CLASSES[settings.ingest.extra_fields]
 
     class ArticleUpsertModel(ArticleUpsert):
         root: Annotated[
-            Annotated[ArticleRecord, Tag("one")]
+            Annotated[record, Tag("one")]  # type: ignore[valid-type]
             | Annotated[
-                list[ArticleRecord],
+                list[record],  # type: ignore[valid-type]
                 Field(min_length=1, max_length=web.max_batch),
                 batch_size(web.max_batch, "web.max_batch", "articles"),
                 Tag("batch"),

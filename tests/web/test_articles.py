@@ -52,12 +52,45 @@ def test_upsert_one_then_read_it_back(client: FlaskClient) -> None:
         "superseded": 0,
         "features_pending": 1,
         "ids": ["a1"],
+        "ignored_fields": {},
     }
     got = client.get("/api/v1/articles/a1").get_json()
     assert got["id"] == "a1" and got["title"] == sent["title"] and got["content"] == sent["content"]
     assert got["url"] == sent["url"] and got["tags"] == ["数据库"] and got["author"] == "作者"
     assert got["published_at"] == "2024-05-01T00:00:00Z"  # +08:00 stored as UTC
     assert got["created_at"] and got["updated_at"]
+
+
+def test_the_fields_other_names_are_stored_as_from_a_file(client: FlaskClient) -> None:
+    sent = {"_id": "b1", "title": "标题", "body": "<p>正文</p>", "keywords": "Spring Boot;缓存"}
+    batch = [sent, {"id": "b2", "text": "只有正文", "link": "https://x.test/2"}]
+    assert post(client, batch).status_code == 200
+    first = client.get("/api/v1/articles/b1").get_json()
+    assert first["content"] == "<p>正文</p>" and first["tags"] == ["Spring Boot", "缓存"]
+    second = client.get("/api/v1/articles/b2").get_json()
+    assert second["content"] == "只有正文" and second["url"] == "https://x.test/2"
+
+
+def test_an_unknown_field_is_refused_by_name_and_writes_nothing(
+    client: FlaskClient, factory: sessionmaker[Session]
+) -> None:
+    before = snapshot(factory)
+    for body in (record(1, section="README.md"), [record(2), record(1, contnet="正文")]):
+        message = assert_error(post(client, body), 422, "invalid_request")["error"]["message"]
+        assert "unknown field '" in message and ("'section'" in message or "(id 'a1')" in message)
+    conflict = assert_error(post(client, record(1, body="另一个正文")), 422, "invalid_request")
+    assert "give content or body, not both" in conflict["error"]["message"]
+    assert snapshot(factory) == before
+
+
+def test_extra_fields_report_stores_the_record_and_lists_them(
+    make_app: Callable[..., Flask],
+) -> None:
+    client = make_app(ingest={"extra_fields": "report"}).test_client()
+    response = post(client, [record(1, section="README.md", views=3), record(2)])
+    assert response.status_code == 200
+    assert response.get_json()["ignored_fields"] == {"a1": ["section", "views"]}
+    assert client.get("/api/v1/articles/a1").get_json()["title"] == record(1)["title"]
 
 
 def test_batch_is_counted_and_the_last_record_of_an_id_wins(client: FlaskClient) -> None:
