@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import resource
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,8 @@ from recengine.pipeline.reindex import reindex
 from recengine.storage.models import Article, ArticleFeatures
 from recengine.storage.state import read_state
 from tests.factories import javaguide_records, record
+
+RECENGINE = str(Path(sys.executable).with_name("recengine"))  # the installed console script
 
 
 def snapshot(factory: sessionmaker[Session]) -> dict[str, tuple[object, ...]]:
@@ -259,3 +265,44 @@ def test_a_csv_column_that_is_no_field_refuses_the_file_or_is_reported(
     result = cli("ingest", str(path), "--no-reindex", ingest={"extra_fields": "report"})
     assert result.exit_code == 0 and "left out of line 2 (id c1): 'views'" in result.stderr
     assert stored(factory)["c1"].content == "正文"
+
+
+LINE = 1_200_000_000  # bytes of one record, more than the process may map in all
+ADDRESS_SPACE = 800_000_000  # what `recengine ingest` may map (it needs ~200 MB)
+HUGE = {  # format: (before the hole of zeros, after it)
+    "jsonl": (b"", b'\n{"id": "ok", "title": "t"}\n'),
+    "csv": (b"id,title\nbig,", b"\nok,t\n"),
+}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_record_larger_than_memory_is_rejected_without_being_held(
+    settings: Settings, factory: sessionmaker[Session], tmp_path: Path, fmt: str
+) -> None:
+    """A sparse file: a record of 1.2 GB of zeros (no disk used) and a good record after it,
+    ingested by a process that may map 800 MB (``/dev/zero`` as JSON Lines grew to 17.5 GB)."""
+    before, after = HUGE[fmt]
+    path = tmp_path / f"huge.{fmt}"
+    with path.open("wb") as handle:
+        handle.write(before)
+        handle.seek(LINE)
+        handle.write(after)
+    env = {
+        **os.environ,
+        "RECENGINE_DATABASE_URL": settings.resolved_database_url,
+        "RECENGINE_DATA_DIR": str(settings.data_dir),
+    }
+    args = ["ingest", "--format", fmt, "--no-reindex", str(path)]
+    done = subprocess.run(
+        [RECENGINE, *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE)),
+    )
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "inserted 1, " in done.stdout and "rejected 1" in done.stdout
+    assert "bytes, over the limit of 2000000 (ingest.max_record_bytes)" in done.stderr
+    assert list(stored(factory)) == ["ok"]

@@ -1,12 +1,28 @@
 from __future__ import annotations
 
 import io
+import json
+import os
+import subprocess
+import sys
+import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from recengine.errors import InvalidRecord
-from recengine.pipeline.readers import read_delimited, read_file, read_jsonl
+from recengine.pipeline.readers import (
+    Format,
+    read_delimited,
+    read_file,
+    read_jsonl,
+    read_stream,
+)
+from tests.reader_probe import opened
 
 
 def jsonl(*lines: bytes) -> io.BytesIO:
@@ -100,3 +116,132 @@ def test_unknown_headerless_layout_and_extension(tmp_path: Path) -> None:
         list(read_file(tmp_path / "x.xml", None, 1000))
     records = list(read_file(path, None, 1000, columns=["id", "title", "content"]))
     assert records[0].data == {"id": "1", "title": "2", "content": "3"}
+
+
+# -- bounded reads: no record is held beyond the limit ------------------------------------------
+
+LIMIT = 100_000
+BIG = 32 << 20  # bytes of the record over the limit
+OVER = [  # (format, columns, before the big record, its piece, after it, (line, outcome) read)
+    (
+        "jsonl",
+        None,
+        b'{"id": "a", "title": "t"}\n{"id": "b", "title": "',
+        b"x",
+        b'"}\n{"id": "c", "title": "t"}\n',
+        [(1, "a"), (2, "over"), (3, "c")],
+    ),
+    ("csv", None, b"id,title\na,t\nb,", b"x", b"\nc,t\n", [(2, "a"), (3, "over"), (4, "c")]),
+    (  # a quoted field over many lines: the rest of its lines are skipped, not read as rows
+        "tsv",
+        ["id", "title"],
+        b'a\tt\nb\t"',
+        b"y" * 999 + b"\n",
+        b'end"\nc\tt\n',
+        [(1, "a"), (2, "over"), (3 + BIG // 1000, "c")],
+    ),
+]
+
+
+@pytest.mark.parametrize(("fmt", "columns", "before", "piece", "after", "expected"), OVER)
+def test_each_reader_rejects_a_record_over_the_limit_without_holding_it(
+    fmt: Format,
+    columns: list[str] | None,
+    before: bytes,
+    piece: bytes,
+    after: bytes,
+    expected: list[tuple[int, str]],
+) -> None:
+    parts = [(before, 1), (piece, BIG // len(piece)), (after, 1)]
+    tracemalloc.start()
+    try:
+        records = list(read_stream(opened(parts), fmt, LIMIT, columns))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20  # the limit, a few read chunks: not the 32 MB record
+    outcome = [(r.line, r.data["id"] if r.data else "over") for r in records]
+    assert outcome == expected
+    reason = next(r.error for r in records if r.error)
+    assert reason is not None and reason.endswith(
+        f"bytes, over the limit of {LIMIT} (ingest.max_record_bytes)"
+    )
+
+
+def test_a_line_at_the_limit_is_read_one_byte_more_is_not() -> None:
+    record = b'{"id": "a", "title": "' + b"x" * 100 + b'"}'
+    size = len(record)
+    for ending in (b"\n", b"\r\n", b""):
+        assert next(read_jsonl(io.BytesIO(record + ending), size)).data is not None
+        error = next(read_jsonl(io.BytesIO(record + ending), size - 1)).error
+        assert error == f"record is {size} bytes, over the limit of {size - 1} " + (
+            "(ingest.max_record_bytes)"
+        )
+
+
+# -- arbitrary bytes into every reader, in a process that cannot map the big record -------------
+
+HEADROOM = 48 << 20  # what the probe may map beyond its imports
+HUGE = 64 << 20  # bytes of the big part of an input, when it has one
+CONFIGS = [("jsonl", None), ("csv", None), ("tsv", ["id", "title", "content"])]
+SNIPPETS = [
+    b'{"id": "1", "title": "t"}',
+    b'{"id": 2, "body": "b", "keywords": "a;b", "x": 1}',
+    *(bytes([c]) for c in b'[]{},":\\\n\t "'),
+    b"\r\n",
+    b"id,title,content\n",
+    b"id\ttitle\tcontent\n",
+    b"\xef\xbb\xbf",
+    b"\x00",
+    b"\xff",
+    b'"a""b"',
+]
+PIECES = st.binary(min_size=1, max_size=30) | st.sampled_from(SNIPPETS)
+SMALL = st.lists(st.tuples(PIECES, st.integers(1, 3)), max_size=8)
+# repeated to HUGE bytes: patterns a reader passes at memory speed (a line, a value, a string)
+BIG_PIECES = st.sampled_from([b"0", b"x", b" ", b"\x00", b"\xff", b"{", b"[", b"ab,", b"\t"])
+INPUTS = st.tuples(SMALL, st.none() | BIG_PIECES, SMALL, st.sampled_from(CONFIGS))
+
+
+@pytest.fixture(scope="module")
+def probe() -> Iterator[subprocess.Popen[str]]:
+    root = Path(__file__).resolve().parents[1]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.reader_probe", str(HEADROOM)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        env=env,
+    )
+    assert proc.stdout is not None and "ready" in json.loads(proc.stdout.readline())
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+@settings(max_examples=60, deadline=None, database=None, derandomize=True)
+@given(case=INPUTS)
+def test_any_bytes_into_any_reader_end_cleanly_in_bounded_memory(
+    probe: subprocess.Popen[str], case: Any
+) -> None:
+    """A clean outcome (records, rejections with a reason, or a whole-file refusal) in a process
+    whose address space could not hold the big part (``tests/reader_probe.py``)."""
+    before, big, after, (fmt, columns) = case
+    parts = [*before, *([(big, HUGE // len(big))] if big else []), *after]
+    request = {
+        "format": fmt,
+        "limit": LIMIT,
+        "columns": columns,
+        "parts": [(piece.hex(), times) for piece, times in parts],
+    }
+    assert probe.stdin is not None and probe.stdout is not None
+    probe.stdin.write(json.dumps(request) + "\n")
+    probe.stdin.flush()
+    answer = probe.stdout.readline()
+    assert answer, f"the probe died (exit {probe.wait()})"
+    assert json.loads(answer)["problem"] is None, json.loads(answer)["problem"]

@@ -267,6 +267,13 @@ def parse_record(
         raise InvalidRecord(describe_validation(exc)) from None
 
 
+def over_limit(size: int, limit: int, *, at_least: bool = False) -> str:
+    """Why a record over ``ingest.max_record_bytes`` is refused: one message from every input
+    (a file's line or row, an element of a JSON array, a record of an HTTP body)."""
+    size_text = f"at least {size}" if at_least else str(size)
+    return f"record is {size_text} bytes, over the limit of {limit} (ingest.max_record_bytes)"
+
+
 def describe_validation(exc: ValidationError) -> str:
     """A compact, single-line description of what is wrong with which field."""
     return "; ".join(describe_error(error["loc"], error) for error in exc.errors())
