@@ -271,13 +271,16 @@ LINE = 1_200_000_000  # bytes of one record, more than the process may map in al
 ADDRESS_SPACE = 800_000_000  # what `recengine ingest` may map (it needs ~200 MB)
 HUGE = {  # format: (before the hole of zeros, after it)
     "jsonl": (b"", b'\n{"id": "ok", "title": "t"}\n'),
+    "json": (b'[{"id": "big", "title": "', b'"},\n{"id": "ok", "title": "t"}]\n'),
     "csv": (b"id,title\nbig,", b"\nok,t\n"),
 }
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+@pytest.mark.parametrize(
+    ("fmt", "stdin"), [("jsonl", False), ("jsonl", True), ("json", False), ("csv", False)]
+)
 def test_a_record_larger_than_memory_is_rejected_without_being_held(
-    settings: Settings, factory: sessionmaker[Session], tmp_path: Path, fmt: str
+    settings: Settings, factory: sessionmaker[Session], tmp_path: Path, fmt: str, stdin: bool
 ) -> None:
     """A sparse file: a record of 1.2 GB of zeros (no disk used) and a good record after it,
     ingested by a process that may map 800 MB (``/dev/zero`` as JSON Lines grew to 17.5 GB)."""
@@ -292,17 +295,61 @@ def test_a_record_larger_than_memory_is_rejected_without_being_held(
         "RECENGINE_DATABASE_URL": settings.resolved_database_url,
         "RECENGINE_DATA_DIR": str(settings.data_dir),
     }
-    args = ["ingest", "--format", fmt, "--no-reindex", str(path)]
-    done = subprocess.run(
-        [RECENGINE, *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE)),
-    )
+    args = ["ingest", "--format", fmt, "--no-reindex", "-" if stdin else str(path)]
+    with path.open("rb") as source:
+        done = subprocess.run(
+            [RECENGINE, *args],
+            env=env,
+            stdin=source if stdin else subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            preexec_fn=lambda: resource.setrlimit(
+                resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE)
+            ),
+        )
     assert done.returncode == 1, done.stderr[-2000:]
     assert "inserted 1, " in done.stdout and "rejected 1" in done.stdout
     assert "bytes, over the limit of 2000000 (ingest.max_record_bytes)" in done.stderr
     assert list(stored(factory)) == ["ok"]
+
+
+JSON_FORMS = {
+    "array": lambda rs: json.dumps(rs, ensure_ascii=False, indent=2),
+    "indented objects": lambda rs: "\n".join(
+        json.dumps(r, ensure_ascii=False, indent=4) for r in rs
+    ),
+    "json lines": lambda rs: "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rs),
+}
+
+
+@pytest.mark.parametrize("form", sorted(JSON_FORMS))
+@pytest.mark.parametrize("stdin", [False, True])
+def test_a_json_file_or_standard_input_holds_an_array_or_objects(
+    cli: Any, factory: sessionmaker[Session], tmp_path: Path, form: str, stdin: bool
+) -> None:
+    records = [record(1), record(2, title="第二篇"), record(3, tags="Spring Boot；缓存")]
+    text = JSON_FORMS[form](records)
+    path = tmp_path / "posts.json"
+    path.write_text(text, encoding="utf-8")
+    args = ["-"] if stdin else [str(path)]
+    result = cli("ingest", *args, "--no-reindex", stdin=text.encode() if stdin else None)
+    assert result.exit_code == 0, result.output
+    name = "standard input" if stdin else str(path)
+    assert result.stdout.startswith(f"{name}: read 3, inserted 3, ")
+    articles = stored(factory)
+    assert articles["a2"].title == "第二篇" and articles["a3"].tags == ["Spring Boot", "缓存"]
+
+
+def test_a_pretty_printed_object_as_json_lines_says_one_object_per_line(
+    cli: Any, factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    path = tmp_path / "posts.jsonl"
+    text = json.dumps(record(1), indent=2)
+    path.write_text(text, encoding="utf-8")
+    result = cli("ingest", str(path), "--no-reindex")
+    assert result.exit_code == 1 and "JSON Lines: one object per line" in result.stderr
+    assert stored(factory) == {}
+    piped = cli("ingest", "-", "--format", "jsonl", stdin=path.read_bytes())
+    lines = len(text.splitlines())  # each a rejection of its own
+    assert piped.exit_code == 1 and f"standard input: read {lines}, inserted 0" in piped.stdout

@@ -17,11 +17,14 @@ from hypothesis import strategies as st
 from recengine.errors import InvalidRecord
 from recengine.pipeline.readers import (
     Format,
+    detect_format,
     read_delimited,
     read_file,
+    read_json,
     read_jsonl,
     read_stream,
 )
+from tests.factories import record
 from tests.reader_probe import opened
 
 
@@ -131,6 +134,14 @@ OVER = [  # (format, columns, before the big record, its piece, after it, (line,
         b'"}\n{"id": "c", "title": "t"}\n',
         [(1, "a"), (2, "over"), (3, "c")],
     ),
+    (
+        "json",
+        None,
+        b'[{"id": "a", "title": "t"},\n {"id": "b", "title": "',
+        b'\\"',
+        b'"},\n {"id": "c", "title": "t"}]\n',
+        [(1, "a"), (2, "over"), (3, "c")],
+    ),
     ("csv", None, b"id,title\na,t\nb,", b"x", b"\nc,t\n", [(2, "a"), (3, "over"), (4, "c")]),
     (  # a quoted field over many lines: the rest of its lines are skipped, not read as rows
         "tsv",
@@ -179,11 +190,67 @@ def test_a_line_at_the_limit_is_read_one_byte_more_is_not() -> None:
         )
 
 
+# -- JSON files: an array streamed, indented objects ----------------------------------------------
+
+
+def test_a_json_array_is_read_element_by_element_with_its_lines() -> None:
+    text = json.dumps([record(1), record(2), 5, record(3)], ensure_ascii=False, indent=2)
+    starts = [n for n, line in enumerate(text.splitlines(), 1) if line in ("  {", "  5,")]
+    records = list(read_json(io.BytesIO(text.encode()), 10_000))
+    assert [(r.line, r.data and r.data["id"]) for r in records] == list(
+        zip(starts, ["a1", "a2", None, "a3"], strict=True)
+    )
+    assert records[2].error == "expected a JSON object, got number"
+
+
+def test_indented_objects_one_after_another_and_json_lines_read_as_json() -> None:
+    one = json.dumps(record(1), ensure_ascii=False, indent=4)
+    data = f"\ufeff{one}\n{json.dumps(record(2))}\n{json.dumps(record(3))}\n".encode()
+    records = list(read_json(io.BytesIO(data), 10_000))
+    after = len(one.splitlines())
+    assert [(r.line, r.data and r.data["id"]) for r in records] == [
+        (1, "a1"),
+        (after + 1, "a2"),
+        (after + 2, "a3"),
+    ]
+
+
+def test_broken_json_is_rejected_where_it_starts_and_the_rest_read() -> None:
+    data = b'[{"id": "a", "title": "t"},\n {"id": "b", "title": },\n {"id": "c", "title": "t"}\n'
+    records = list(read_json(io.BytesIO(data + b'{"id": "d", "title": "t"}\n'), 10_000))
+    assert [(r.line, r.data and r.data["id"], r.error) for r in records] == [
+        (1, "a", None),
+        (2, None, "invalid JSON: Expecting value at column 22"),
+        (3, "c", None),
+        (4, None, "expected ',' or ']' after an element of the array"),
+        (4, "d", None),
+        (5, None, "the array is not closed: ']' missing at the end"),
+    ]
+    garbage = list(read_json(io.BytesIO(b'id,title\n{"id": "e", "title": "t"}\n{"id": '), 10_000))
+    assert [(r.line, r.error) for r in garbage] == [
+        (1, "expected a JSON object or an array of objects"),
+        (2, None),
+        (3, "unterminated JSON value: the file ends inside it"),
+    ]
+
+
+def test_json_lines_names_the_format_when_a_line_is_not_json_on_its_own() -> None:
+    data = json.dumps(record(1), indent=2).encode()
+    errors = [r.error for r in read_jsonl(io.BytesIO(data), 10_000)]
+    assert len(errors) == len(data.splitlines()) and all(errors)
+    assert errors[0] == (
+        "invalid JSON: Expecting property name enclosed in double quotes at column 2 (JSON "
+        "Lines: one object per line; a .json file may hold an array or indented objects)"
+    )
+    assert detect_format(Path("posts.json")) == "json"
+    assert detect_format(Path("posts.JSONL")) == "jsonl"
+
+
 # -- arbitrary bytes into every reader, in a process that cannot map the big record -------------
 
 HEADROOM = 48 << 20  # what the probe may map beyond its imports
 HUGE = 64 << 20  # bytes of the big part of an input, when it has one
-CONFIGS = [("jsonl", None), ("csv", None), ("tsv", ["id", "title", "content"])]
+CONFIGS = [("jsonl", None), ("json", None), ("csv", None), ("tsv", ["id", "title", "content"])]
 SNIPPETS = [
     b'{"id": "1", "title": "t"}',
     b'{"id": 2, "body": "b", "keywords": "a;b", "x": 1}',

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from recengine.pipeline.readers import Format
 
 SHOWN_REJECTIONS = 20
-INPUT_FORMATS = ("jsonl", "csv", "tsv")
+INPUT_FORMATS = ("jsonl", "json", "csv", "tsv")
 
 
 class _Output(click.Choice):  # type: ignore[type-arg]
@@ -33,13 +33,15 @@ class _Output(click.Choice):  # type: ignore[type-arg]
 
 
 @click.command()
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument(
+    "file", type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path)
+)
 @click.option(
     "--input-format",
     "fmt",
     type=click.Choice(INPUT_FORMATS),
     default=None,
-    help="Input format (default: from the file extension).",
+    help="Input format (default: from the file extension; json for standard input).",
 )
 @click.option(
     "--columns",
@@ -71,10 +73,12 @@ def ingest(
     as_json: bool,
     reindex: bool,
 ) -> None:
-    """Upsert the articles of FILE by their id.
+    """Upsert the articles of FILE (- for standard input) by their id.
 
-    Bad records are reported with their line number and skipped; the rest go in, one
-    transaction per batch. Exit status 1 when any record was rejected.
+    FILE holds JSON Lines (.jsonl, one object per line), JSON (.json: an array of records, or
+    records one after another, indented or not) or CSV/TSV with a header row. Bad records are
+    reported with their line number and skipped; the rest go in, one transaction per batch.
+    Exit status 1 when any record was rejected.
     """
     if output in INPUT_FORMATS:  # `--format jsonl`: the input format, as this option once was
         if fmt is not None and fmt != output:
@@ -84,23 +88,25 @@ def ingest(
     from recengine.cli import reindex as reindex_cmd
     from recengine.cli.progress import PhaseProgress
     from recengine.pipeline.ingest import Ingester
-    from recengine.pipeline.readers import read_file
+    from recengine.pipeline.readers import read_file, read_stream
 
     names = [c.strip() for c in columns.split(",")] if columns else None
+    size, extra = ctx.settings.ingest.max_record_bytes, ctx.settings.ingest.extra_fields
+    stdin = str(file) == "-"
     progress = PhaseProgress("ingest", "records")
-    limits = ctx.settings.ingest
     try:
+        if stdin:  # no extension to tell the format: JSON reads JSON Lines, arrays and objects
+            raw = read_stream(sys.stdin.buffer, fmt or "json", size, names, extra)
+        else:
+            raw = read_file(file, fmt, size, names, extra)
         with Ingester(ctx.factory, ctx.featurizer) as ingester:  # stops its workers, if any
-            summary = ingester.ingest_raw(
-                read_file(file, fmt, limits.max_record_bytes, names, limits.extra_fields),
-                progress,
-            )
+            summary = ingester.ingest_raw(raw, progress)
     except UnicodeDecodeError as exc:
         raise InvalidRecord(f"{file}: not UTF-8 ({exc.reason})") from None
     finally:
         progress.close()
     ingester.dedup.save()  # the near-duplicate index, as of the last committed batch
-    _print(summary, file, as_json)
+    _print(summary, "standard input" if stdin else str(file), as_json)
     if summary.features_pending and reindex:
         click.echo("no IDF model yet: fitting the first one on the stored articles", err=True)
         reindex_cmd.run(ctx)
@@ -113,7 +119,7 @@ def ingest(
         sys.exit(1)
 
 
-def _print(summary: IngestSummary, file: Path, as_json: bool) -> None:
+def _print(summary: IngestSummary, file: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(summary.as_dict(), ensure_ascii=False))
         return

@@ -1,4 +1,4 @@
-"""Input files -> raw records with their line numbers: JSON Lines, CSV and TSV.
+"""Input files -> raw records with their line numbers: JSON Lines, JSON, CSV and TSV.
 
 Every problem with one record (invalid JSON or UTF-8, JSON out of bounds such as deep nesting or
 huge numbers, a record over the size limit, a row with the wrong number of fields) becomes a
@@ -6,11 +6,13 @@ huge numbers, a record over the size limit, a row with the wrong number of field
 record. Only a problem with the whole file (missing, unreadable, unknown format, a CSV without
 a usable header) raises.
 
-Reading is bounded: no record is held beyond ``ingest.max_record_bytes``. A longer line or row
-is read on without being held, and rejected as over the limit; memory stays within the limit
-plus a read chunk whatever the input (a 200 MB line, ``/dev/zero``).
+Reading is bounded: no record is held beyond ``ingest.max_record_bytes``. A longer line, row or
+array element is read on without being held, and rejected as over the limit; memory stays
+within the limit plus a read chunk whatever the input (a 200 MB line, ``/dev/zero``).
 
-- ``jsonl``: JSON Lines, one object per line (``.jsonl``, ``.ndjson``, ``.json``).
+- ``jsonl``: JSON Lines, one object per line (``.jsonl``, ``.ndjson``).
+- ``json_values``: a JSON file (``.json``): an array of records, streamed element by element,
+  or records one after another (indented over many lines, or one per line).
 - ``delimited``: CSV/TSV. Columns are named in a header row, case-insensitively, by the record's
   field names and their other names (``pipeline.record_fields``: ``_id``, ``body``, ``html``,
   ``timestamp``, ...). Under ``ingest.extra_fields = "refuse"`` (the default) a header naming
@@ -32,6 +34,7 @@ from typing import BinaryIO
 
 from recengine.errors import InvalidRecord
 from recengine.pipeline.readers.delimited import read_delimited
+from recengine.pipeline.readers.json_values import read_json
 from recengine.pipeline.readers.jsonl import read_jsonl
 from recengine.pipeline.readers.raw import Format, RawRecord
 from recengine.pipeline.record_fields import ExtraFields
@@ -42,6 +45,7 @@ __all__ = [
     "detect_format",
     "read_delimited",
     "read_file",
+    "read_json",
     "read_jsonl",
     "read_stream",
 ]
@@ -49,7 +53,7 @@ __all__ = [
 _SUFFIXES: dict[str, Format] = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
-    ".json": "jsonl",
+    ".json": "json",
     ".csv": "csv",
     ".tsv": "tsv",
     ".tab": "tsv",
@@ -66,7 +70,7 @@ def detect_format(path: Path) -> Format:
     if fmt is None:
         raise InvalidRecord(
             f"cannot tell the format of {path.name!r} from its extension: "
-            "use .jsonl, .csv or .tsv, or give --format"
+            "use .jsonl, .json, .csv or .tsv, or give --format"
         )
     return fmt
 
@@ -91,9 +95,11 @@ def read_stream(
     columns: Sequence[str] | None = None,
     extra_fields: ExtraFields = "refuse",
 ) -> Iterator[RawRecord]:
-    """Stream the records of an open binary file in format ``fmt``."""
+    """Stream the records of an open binary file (standard input, a pipe) in format ``fmt``."""
     if fmt == "jsonl":
         yield from read_jsonl(handle, max_record_bytes)
+    elif fmt == "json":
+        yield from read_json(handle, max_record_bytes)
     else:
         delimiter = "," if fmt == "csv" else "\t"
         yield from read_delimited(handle, delimiter, max_record_bytes, columns, extra_fields)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-CHUNK = 1 << 20  # bytes read at a time past the limit
+CHUNK = 1 << 20  # bytes read at a time past the limit (and by the JSON scanner)
 
 
 @dataclass(frozen=True)

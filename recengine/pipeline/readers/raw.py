@@ -9,7 +9,7 @@ from typing import Any, Literal
 from recengine import jsontext
 from recengine.jsontext import json_type
 
-Format = Literal["jsonl", "csv", "tsv"]
+Format = Literal["jsonl", "json", "csv", "tsv"]
 
 
 @dataclass(frozen=True)
