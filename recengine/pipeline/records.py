@@ -249,6 +249,36 @@ RECORD_CLASSES: dict[ExtraFields, type[ArticleRecord]] = {
 }
 
 
+def record_size(data: Any) -> int | None:
+    """UTF-8 bytes of a parsed record's JSON, without insignificant whitespace: the size a record
+    of an HTTP body is held to (a file's record is measured as written, by its reader). None
+    when it cannot be written back (a number of more than 4,300 digits: refused anyway)."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    except (ValueError, RecursionError):
+        return None
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def limited_record(extra_fields: ExtraFields, max_bytes: int) -> type[ArticleRecord]:
+    """The record class of HTTP bodies: ``extra_fields`` as in ``RECORD_CLASSES``, and a record
+    over ``max_bytes`` (``ingest.max_record_bytes``, see :func:`record_size`) refused with the
+    message a file's record gets (:func:`over_limit`), before anything else is validated."""
+    base = RECORD_CLASSES[extra_fields]
+
+    # named ArticleRecord as the record it extends: the published schema does not change
+    class ArticleRecord(base):  # type: ignore[valid-type,misc]
+        @model_validator(mode="before")
+        @classmethod
+        def _within_limit(cls, data: Any) -> Any:
+            size = record_size(data) if isinstance(data, dict) else None
+            if size is not None and size > max_bytes:
+                raise ValueError(over_limit(size, max_bytes))
+            return data
+
+    return ArticleRecord
+
+
 def parse_record(
     data: Any, zone: tzinfo = UTC, *, extra_fields: ExtraFields = "refuse"
 ) -> ArticleRecord:

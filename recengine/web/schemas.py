@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from recengine.config import Settings
-from recengine.pipeline.records import ID_PATTERN, RECORD_CLASSES, ArticleRecord
+from recengine.pipeline.records import ID_PATTERN, ArticleRecord, limited_record
 from recengine.recommend.params import DECIMAL, INTEGER
 from recengine.times import TIME_SCHEMA, TIME_TEXT_SCHEMA, parse_time
 
@@ -489,8 +489,9 @@ def build_models(settings: Settings) -> Models:
 
     def listed(name: str) -> Any:
         return Field(default_factory=list, max_length=values, description=FILTER_HELP[name])
-    # refuses unknown fields, or (ingest.extra_fields = "report") leaves them out, listed
-    record = RECORD_CLASSES[settings.ingest.extra_fields]
+    # refuses unknown fields, or (ingest.extra_fields = "report") leaves them out, listed; and
+    # a record over ingest.max_record_bytes, as a file's is (web.max_body_bytes bounds the body)
+    record = limited_record(settings.ingest.extra_fields, settings.ingest.max_record_bytes)
 
     class ArticleUpsertModel(ArticleUpsert):
         root: Annotated[

@@ -351,3 +351,30 @@ def test_cli_refuses_bad_filters_with_a_message(cli: Any, tmp_path: Path) -> Non
     for value in ("9999-12-31T23:59:59-14:00", "12345678901234", "soon"):
         result = cli("related", "a1", "--after", value)
         assert result.exit_code == 2 and "Invalid value for '--after': " in result.output
+
+
+def test_one_record_limit_and_one_message_over_http_and_the_cli(
+    client: FlaskClient, cli: Any, factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    """ingest.max_record_bytes holds a record of an HTTP body as it holds a line of a file
+    (HTTP took 10 MB articles while the CLI refused 2 MB); web.max_body_bytes bounds a body."""
+    compact = {"ensure_ascii": False, "separators": (",", ":")}
+    big = record("big", content="<p>" + "长文" * 1_700_000 + "</p>")  # 10 MB of UTF-8
+    near = record("near", content="正文" * 330_000)  # 1.98 MB: within the limit
+    size = len(json.dumps(big, **compact).encode())
+    message = f"record is {size} bytes, over the limit of 2000000 (ingest.max_record_bytes)"
+    before = counts(factory)
+    alone = post_raw(client, "/api/v1/articles", json.dumps(big, ensure_ascii=False))
+    assert_rejected(alone, message)
+    assert alone.get_json()["error"]["message"] == message
+    batch = post_raw(client, "/api/v1/articles", json.dumps([near, big], ensure_ascii=False))
+    assert batch.get_json()["error"]["message"] == f"item [1] (id 'abig'): {message}"
+    assert counts(factory) == before
+    both = post_raw(client, "/api/v1/articles", json.dumps([near, record(2)], ensure_ascii=False))
+    assert both.status_code == 200, both.get_data()[:300]  # a body over 2 MB, records within
+
+    path = tmp_path / "big.jsonl"
+    path.write_text(json.dumps(big, **compact) + "\n", encoding="utf-8")
+    result = cli("ingest", str(path), "--json", "--no-reindex")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout.splitlines()[0])["rejections"][0]["reason"] == message
