@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 SHOWN_REJECTIONS = 20
 INPUT_FORMATS = ("jsonl", "json", "csv", "tsv")
+OLD_INPUT_FORMATS = ("jsonl", "csv", "tsv")  # what `ingest --format` took before it named output
 
 
 class _Output(click.Choice):  # type: ignore[type-arg]
@@ -26,7 +27,7 @@ class _Output(click.Choice):  # type: ignore[type-arg]
     ``ingest --format`` meant before it named the output as every other command's does."""
 
     def __init__(self) -> None:
-        super().__init__(["text", "json", *INPUT_FORMATS])
+        super().__init__(["text", "json", *OLD_INPUT_FORMATS])
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
         return "[text|json]"
@@ -73,19 +74,19 @@ def ingest(
     as_json: bool,
     reindex: bool,
 ) -> None:
-    """Upsert the articles of FILE (- for standard input) by their id.
+    """Upsert the articles of FILE by their id.
 
     FILE holds JSON Lines (.jsonl, one object per line), JSON (.json: an array of records, or
-    records one after another, indented or not) or CSV/TSV with a header row. Bad records are
-    reported with their line number and skipped; the rest go in, one transaction per batch.
-    Exit status 1 when any record was rejected.
+    records one after another, indented or not) or CSV/TSV with a header row; - reads standard
+    input (JSON unless --format says otherwise). Bad records are reported with their line
+    number and skipped; the rest go in, one transaction per batch. Exit status 1 when any
+    record was rejected.
     """
-    if output in INPUT_FORMATS:  # `--format jsonl`: the input format, as this option once was
+    if output in OLD_INPUT_FORMATS:  # `--format jsonl`: the input format, as this option once was
         if fmt is not None and fmt != output:
             raise click.UsageError(f"--format {output} and --input-format {fmt} disagree")
         fmt, output = cast("Format", output), "text"
     as_json = as_json or output == "json"
-    from recengine.cli import reindex as reindex_cmd
     from recengine.cli.progress import PhaseProgress
     from recengine.pipeline.ingest import Ingester
     from recengine.pipeline.readers import read_file, read_stream
@@ -107,9 +108,8 @@ def ingest(
         progress.close()
     ingester.dedup.save()  # the near-duplicate index, as of the last committed batch
     _print(summary, "standard input" if stdin else str(file), as_json)
-    if summary.features_pending and reindex:
-        click.echo("no IDF model yet: fitting the first one on the stored articles", err=True)
-        reindex_cmd.run(ctx)
+    if reindex:
+        _settle(ctx)
     elif summary.features_pending:
         click.echo(
             f"{summary.features_pending} articles wait for features: run `recengine reindex`",
@@ -117,6 +117,25 @@ def ingest(
         )
     if summary.rejected:
         sys.exit(1)
+
+
+def _settle(ctx: CliContext) -> None:
+    """The first IDF model, whenever the database has articles and none (after this ingest, or
+    an earlier one killed before its first fit switched: the reindex resumes it); and the end
+    of a reindex interrupted after its switch. So the same command run again after a kill ends
+    where an uninterrupted run would have."""
+    from recengine.cli import reindex as reindex_cmd
+    from recengine.pipeline.reindex_run import finish_after_switch, needs_first_model
+
+    if needs_first_model(ctx.factory):
+        click.echo("no IDF model yet: fitting the first one on the stored articles", err=True)
+        reindex_cmd.run(ctx)
+    elif (version := finish_after_switch(ctx.factory, ctx.featurizer)) is not None:
+        click.echo(
+            f"finished the reindex interrupted after its switch to IDF model version {version}: "
+            "index files saved, the old version's rows and the job removed",
+            err=True,
+        )
 
 
 def _print(summary: IngestSummary, file: str, as_json: bool) -> None:

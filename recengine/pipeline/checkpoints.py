@@ -8,10 +8,11 @@ time (default 1) the reindex reaches :func:`checkpoint` ``name``, it creates
 wants meanwhile (signals, queries, writes) and then creates the ``.go`` file or kills the
 process. A signal interrupts the wait like any other (Ctrl-C raises ``KeyboardInterrupt``).
 
-Without the variable (every real run) a checkpoint costs one dictionary look-up. The names a
-reindex passes (``pipeline.reindex_run``): ``tokenized`` (a batch spooled, pass 1), ``written``
-(a batch of features written, pass 2), ``prepared`` (new clusters computed, switch next),
-``switched`` (the switch committed).
+Without the variable (every real run) a checkpoint costs one dictionary look-up. The names an
+ingest passes (``pipeline.ingest``): ``ingested`` (a batch committed). The names a reindex
+passes (``pipeline.reindex_run``): ``tokenized`` (a batch spooled, pass 1), ``written`` (a batch
+of features written, pass 2), ``prepared`` (new clusters computed, switch next), ``switched``
+(the switch committed).
 """
 
 from __future__ import annotations

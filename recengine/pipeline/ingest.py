@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.errors import InvalidRecord, NotFound
 from recengine.features.counts import TermCounts
 from recengine.jsontext import printable
+from recengine.pipeline.checkpoints import checkpoint
 from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.featurize import (
     Analyzed,
@@ -226,6 +227,7 @@ class Ingester:
             self.dedup.prepare(self.factory)  # a load or build happens here, not under the lock
         with self.dedup.pending(), transaction(self.factory) as session:
             self._write(session, prepared.latest, prepared.hashes, counted, summary)
+        checkpoint("ingested")
 
     def delete(self, external_ids: list[str]) -> int:
         """Soft-delete articles by caller id, in one transaction; their clusters are updated.

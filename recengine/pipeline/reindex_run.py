@@ -12,7 +12,9 @@ place); around it, :func:`reindex_run` is the same for all:
   of the old version in short transactions, the job record cleared;
 * **always**: the pool closed and the lock released, however the run ends. An interrupt
   (Ctrl-C) after the switch committed is reported as such (``InterruptedAfterSwitch``): the
-  database is asked, since the stack cannot tell.
+  database is asked, since the stack cannot tell. What such a run left undone (index files,
+  the old version's rows, its job record) :func:`finish_after_switch` does; ``recengine ingest``
+  calls it, and the next reindex would clear the rest.
 """
 
 from __future__ import annotations
@@ -29,15 +31,19 @@ from recengine.pipeline.dedup import Deduplicator
 from recengine.pipeline.dense import fit_dense
 from recengine.pipeline.featurize import Featurizer, Words
 from recengine.pipeline.parallel import AnalysisPool
-from recengine.pipeline.reindex_job import JobDir
+from recengine.pipeline.reindex_job import JobDir, ReindexBusy
 from recengine.pipeline.spill import SpilledTexts
-from recengine.pipeline.switch import Clusters, Seed, Switch, switch_to
+from recengine.pipeline.switch import Clusters, Seed, Switch, publish_all, switch_to
 from recengine.pipeline.versions import (
     Progress,
     QuietProgress,
+    database_name,
     drop_stale_versions,
     raise_if_switched,
 )
+from recengine.storage.articles import count_live
+from recengine.storage.db import transaction
+from recengine.storage.state import read_state
 
 
 @dataclass
@@ -144,4 +150,46 @@ def reindex_run(
         if own_pool:
             run.pool.close()
         run.kept.close()  # after the workers: none writes a spill file any more
+        jobs.unlock()
+
+
+def needs_first_model(factory: sessionmaker[Session]) -> bool:
+    """Whether live articles wait for a first IDF model: none is active (never fitted, or the
+    first fit was interrupted before its switch: a reindex resumes it)."""
+    with transaction(factory) as session:
+        if read_state(session=session).active_model_version is not None:
+            return False
+        return count_live(session=session) > 0
+
+
+def finish_after_switch(
+    factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path | None = None
+) -> int | None:
+    """Finish a reindex interrupted after its switch committed (kill -9, Ctrl-C): publish the
+    index files of the version it made active, remove the old version's rows, clear its job
+    record and spool, as its tail would have.
+
+    Returns:
+        That version; None when no such reindex is there (or another reindex holds the lock).
+    """
+    jobs = JobDir(data_dir or featurizer.settings.data_dir)
+    if jobs.load() is None:
+        return None
+    try:
+        jobs.lock()
+    except ReindexBusy:
+        return None
+    try:
+        job = jobs.load()
+        with transaction(factory) as session:
+            active = read_state(session=session).active_model_version
+        if job is None or job.version is None or job.version != active:
+            return None
+        if job.database != database_name(factory):
+            return None
+        publish_all(factory, featurizer)
+        drop_stale_versions(factory, keep={active})
+        jobs.clear()
+        return active
+    finally:
         jobs.unlock()

@@ -190,6 +190,13 @@ def _switch(switch: Switch, near: Sources, seq: int) -> None:
             switch.dedup.update_version(session, changed, switch.version, _candidates(near))
 
 
+def publish_all(factory: sessionmaker[Session], featurizer: Featurizer) -> None:
+    """Build the active version's indexes from SQL and save their files: the last step of a
+    switch, for a reindex interrupted after it (``reindex_run.finish_after_switch``)."""
+    for follower in followers(featurizer.settings).values():
+        _publish(factory, follower)
+
+
 def _publish(factory: sessionmaker[Session], follower: Follower[Any]) -> None:
     if follower.kind.canonicals_only:
         follower.invalidate()  # the new version's rows are all in now: built from them
