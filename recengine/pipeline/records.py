@@ -13,7 +13,6 @@ and listed in ``ignored_fields`` (:class:`ReportingRecord`, ``ingest.extra_field
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import re
@@ -37,85 +36,18 @@ from pydantic_core import ErrorDetails
 from recengine.errors import InvalidRecord
 from recengine.jsontext import json_type, printable
 from recengine.pipeline.record_fields import (
-    ALIASES,
-    FIELDS,
     ExtraFields,
     canonical_fields,
     tag_list,
     unknown_message,
     unknown_names,
 )
+from recengine.pipeline.record_schema import ID_SCHEMA, TAGS_SCHEMA, published_schema
 from recengine.times import TIME_SCHEMA, parse_time
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 ShortText = Annotated[str, Field(max_length=255)]
 _INT64 = 1 << 63
-
-# The published JSON schema of the record (the HTTP API's /openapi.json) states everything the
-# validators below accept, so a client generated from it sends nothing that is refused.
-# Python's str.strip() whitespace, as a regular-expression character class.
-_UNICODE_WS = r"\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-_NOT_BLANK = rf"[^\t\n\x0b\x0c\r\x1c-\x20{_UNICODE_WS}]"
-_ID_CHAR = r"[^\x00-\x08\x0a-\x1f\x7f]"  # what _id_clean allows
-_ID_NOT_BLANK = rf"[^\x00-\x20\x7f{_UNICODE_WS}]"
-# An id: 1-255 characters, not all blank, no control characters but tab.
-ID_PATTERN = rf"^{_ID_CHAR}*{_ID_NOT_BLANK}{_ID_CHAR}*$"
-ID_SCHEMA: dict[str, Any] = {
-    "anyOf": [
-        {"type": "string", "minLength": 1, "maxLength": 255, "pattern": ID_PATTERN},
-        {"type": "integer", "minimum": -_INT64, "maximum": _INT64 - 1},
-    ],
-    "description": "The caller's own id; a JSON integer is taken as its decimal string.",
-}
-_TAGS_SCHEMA: dict[str, Any] = {
-    "anyOf": [
-        {"type": "array", "items": {"type": "string", "maxLength": 255}, "maxItems": 200},
-        {
-            "type": "string",
-            "description": "Tags separated by commas or semicolons (ASCII or full-width); "
-            "spaces belong to a tag.",
-        },
-        {"type": "null"},
-    ],
-}
-_HAS_TEXT: dict[str, Any] = {
-    "anyOf": [
-        {"required": [name], "properties": {name: {"type": "string", "pattern": _NOT_BLANK}}}
-        for name in ("title", "content", *(a for a, f in ALIASES.items() if f == "content"))
-    ]
-}
-_NO_NUL = r"^[^\x00]*$"
-
-
-def _published_schema(schema: dict[str, Any]) -> None:
-    """Complete the generated JSON schema: title or content required, no NUL in any text, the
-    fields' other names (each field under one name only; tags and keywords may be merged)."""
-    schema.update(_HAS_TEXT)
-    properties = schema["properties"]
-    todo = list(properties.values())
-    while todo:
-        node = todo.pop()
-        todo.extend(node.get("anyOf", []))
-        if isinstance(node.get("items"), dict):
-            todo.append(node["items"])
-        if node.get("type") == "string" and "pattern" not in node and "format" not in node:
-            node["pattern"] = _NO_NUL
-    # The other names of the fields (pipeline.record_fields), each field under one name only:
-    # any of "every name but this one is absent" (a `false` property schema), which generators
-    # handle better than `not`. The id's other names are left out: a record always has "id"
-    # here, and one more choice makes the combinations too many for schemathesis to generate.
-    groups = [[n, *(a for a, f in ALIASES.items() if f == n)] for n in FIELDS if n != "id"]
-    for group in groups:
-        for alias in group[1:]:
-            properties[alias] = {
-                **copy.deepcopy(properties[group[0]]),
-                "description": f"Also: {group[0]}.",
-            }
-    schema["allOf"] = [
-        {"anyOf": [{"properties": {o: False for o in group if o != name}} for name in group]}
-        for group in groups
-        if len(group) > 1 and group[0] != "tags"  # tags and keywords are merged
-    ]
 
 
 class ArticleRecord(BaseModel):
@@ -125,7 +57,7 @@ class ArticleRecord(BaseModel):
         extra="forbid",
         str_strip_whitespace=True,
         frozen=True,
-        json_schema_extra=_published_schema,
+        json_schema_extra=published_schema,
     )
 
     id: Annotated[str, Field(min_length=1, max_length=255), WithJsonSchema(ID_SCHEMA)]
@@ -133,7 +65,7 @@ class ArticleRecord(BaseModel):
     content: str = ""
     url: str | None = None
     tags: Annotated[
-        list[ShortText], Field(default_factory=list, max_length=200), WithJsonSchema(_TAGS_SCHEMA)
+        list[ShortText], Field(default_factory=list, max_length=200), WithJsonSchema(TAGS_SCHEMA)
     ]
     category: ShortText | None = None
     author: ShortText | None = None

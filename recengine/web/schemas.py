@@ -32,7 +32,8 @@ from pydantic import (
 )
 
 from recengine.config import Settings
-from recengine.pipeline.records import ID_PATTERN, ArticleRecord, limited_record
+from recengine.pipeline.record_schema import ID_PATTERN
+from recengine.pipeline.records import ArticleRecord, limited_record
 from recengine.recommend.params import DECIMAL, INTEGER
 from recengine.times import TIME_SCHEMA, TIME_TEXT_SCHEMA, parse_time
 
