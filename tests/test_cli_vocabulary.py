@@ -127,7 +127,7 @@ def test_ingest_prints_json_with_format_json_and_keeps_its_old_spellings(
     clash = run("ingest", str(odd), "--input-format", "csv", "--format", "jsonl")
     assert clash.exit_code == 2 and "disagree" in clash.output
     shown = run("ingest", "--help").output
-    assert "--input-format [jsonl|csv|tsv]" in shown and "--format [text|json]" in shown
+    assert "--input-format [jsonl|json|csv|tsv]" in shown and "--format [text|json]" in shown
     assert "--json" not in shown
 
 

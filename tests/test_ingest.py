@@ -295,7 +295,7 @@ def test_a_record_larger_than_memory_is_rejected_without_being_held(
         "RECENGINE_DATABASE_URL": settings.resolved_database_url,
         "RECENGINE_DATA_DIR": str(settings.data_dir),
     }
-    args = ["ingest", "--format", fmt, "--no-reindex", "-" if stdin else str(path)]
+    args = ["ingest", "--input-format", fmt, "--no-reindex", "-" if stdin else str(path)]
     with path.open("rb") as source:
         done = subprocess.run(
             [RECENGINE, *args],

@@ -78,7 +78,7 @@ def ingest(
 
     FILE holds JSON Lines (.jsonl, one object per line), JSON (.json: an array of records, or
     records one after another, indented or not) or CSV/TSV with a header row; - reads standard
-    input (JSON unless --format says otherwise). Bad records are reported with their line
+    input (JSON unless --input-format says otherwise). Bad records are reported with their line
     number and skipped; the rest go in, one transaction per batch. Exit status 1 when any
     record was rejected.
     """
