@@ -22,6 +22,8 @@ Tables:
 * ``overrides``: editors' decisions that every computation honours (``storage.overrides``):
   keyed by internal article ids, so they survive every reindex; soft deletion keeps an
   override's article row, so an override naming a deleted article is kept (and reported).
+  Override ids are never reused (SQLite ``AUTOINCREMENT``, PostgreSQL's sequence): editors and
+  scripts act on them (remove, paging cursors).
 * ``feedback_counts``: what readers did with related lists, as daily counters per list
   article, variant and slot (``storage.feedback``): rows are bounded by days x live articles x
   variants x slots, whatever the traffic.
@@ -187,6 +189,9 @@ class Override(Base):
     __table_args__ = (
         Index("ix_overrides_article_kind", "article_id", "kind"),
         Index("ix_overrides_other_kind", "other_id", "kind"),
+        # Ids are never reused (editors and scripts act on them): SQLite's AUTOINCREMENT
+        # remembers the largest id handed out; PostgreSQL's sequence never goes back.
+        {"sqlite_autoincrement": True},
     )
 
     id: Mapped[int] = mapped_column(BigIntKey, primary_key=True, autoincrement=True)
