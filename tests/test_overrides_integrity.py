@@ -19,6 +19,7 @@ from recengine.recommend.related import RelatedArticles
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, Override
+from recengine.storage.state import read_state
 from tests.factories import javaguide_records
 from tests.overrides_helpers import add, listing, remove
 from tests.test_related import loaded_service, repost
@@ -88,3 +89,37 @@ def test_the_migration_keeps_every_override_and_its_id(database_url: str) -> Non
         session.flush()
         assert new.id == 4
     engine.dispose()
+
+
+def seq_of(factory: sessionmaker[Session]) -> int:
+    with factory() as session:
+        return read_state(session=session).seq
+
+
+@pytest.mark.parametrize(
+    ("kind", "pair"),
+    [("exclude", False), ("pin", True), ("block", True), ("same_article", True)],
+)
+def test_storing_an_override_again_changes_nothing_not_even_the_sequence(
+    service: RelatedArticles,
+    factory: sessionmaker[Session],
+    corpus: list[dict[str, Any]],
+    kind: str,
+    pair: bool,
+) -> None:
+    """Every worker's answers are cached by change sequence: an add that changes nothing must
+    not take a sequence number (it would empty every cache of every worker)."""
+    a, b = corpus[4]["id"], corpus[9]["id"] if pair else None
+    first = add(factory, kind, a, b)
+    assert first["created"]
+    before = seq_of(factory)
+    again = add(factory, kind, a, b, reason="said twice")
+    assert not again["created"] and again["override"] == first["override"]
+    assert seq_of(factory) == before
+    if kind == "pin":
+        add(factory, "pin", a, corpus[10]["id"])
+        moved_at = seq_of(factory)
+        add(factory, "pin", a, b, position=0)  # where it is already
+        assert seq_of(factory) == moved_at
+        add(factory, "pin", a, b, position=1)  # a real move takes a number
+        assert seq_of(factory) == moved_at + 1

@@ -12,9 +12,10 @@ every write, ``index.sync_interval_s``: from the commit on by default).
 Editorial decisions replace the ones they contradict: a ``block`` of a pair removes its
 ``pin`` (either way) and a ``pin`` removes its ``block``; ``same_article`` and
 ``not_duplicate`` on one pair replace each other. Adding an override that exists already
-changes nothing (a pin given a new ``position`` moves). What cannot be decided by replacing is
-refused (``Conflict``): a ``not_duplicate`` pair inside a group that ``same_article``
-overrides join, or a ``same_article`` that would join such a pair.
+changes nothing, and takes no change sequence number, so no worker's cached answers are
+dropped for it (a pin given a new ``position`` moves). What cannot be decided by replacing is
+refused (``Conflict``, ``recommend.override_rules``): a ``not_duplicate`` pair inside a group
+that ``same_article`` overrides join, or a ``same_article`` that would join such a pair.
 
 An override names articles that exist (an unknown id is ``NotFound``, so a typo is not
 stored); when one of them is deleted later, the override is kept (storing the article again
@@ -31,7 +32,8 @@ from typing import Any, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from recengine.errors import Conflict, InvalidRequest, NotFound
+from recengine.errors import InvalidRequest, NotFound
+from recengine.recommend.override_rules import check_groups
 from recengine.recommend.params import check_id
 from recengine.storage.db import transaction
 from recengine.storage.index_source import internal_ids
@@ -52,10 +54,9 @@ from recengine.storage.overrides import (
     matching,
     normalised,
     pins_of,
-    relations_touching,
     set_position,
 )
-from recengine.storage.state import begin_write
+from recengine.storage.state import begin_write, lock_writers
 
 MAX_REASON = 2_000
 MAX_BY = 255
@@ -149,7 +150,9 @@ class Overrides:
     """
 
     def __init__(
-        self, factory: sessionmaker[Session], clusters: ClusterMaintenance | None = None
+        self,
+        factory: sessionmaker[Session],
+        clusters: ClusterMaintenance | None = None,
     ) -> None:
         self.factory = factory
         self.clusters = clusters
@@ -170,13 +173,16 @@ class Overrides:
     def add_in(self, new: NewOverride, *, session: Session) -> dict[str, Any]:
         """Store ``new`` in the caller's transaction (the caller commits).
 
+        The writers' lock is taken first; a change sequence number only when something is
+        written (an override stored again changes nothing, and no cache is dropped for it).
+
         Returns:
             ``{"override": {...}, "created": bool, "replaced": [ids]}``.
 
         Raises:
             NotFound: an article does not exist. Conflict: see the module docstring.
         """
-        seq = begin_write(session=session).seq
+        lock_writers(session=session)
         found = internal_ids(session=session, external_ids=[new.article, new.other or new.article])
         for name in (new.article, new.other):
             if name is not None and name not in found:
@@ -185,29 +191,34 @@ class Overrides:
         b = found[new.other] if new.other is not None else None
         a, b = normalised(new.kind, a, b)
         existing = matching(session=session, kinds=[new.kind], article_id=a, other_id=b)
-        replaced: list[int] = []
         if existing:
-            override_id, created = existing[0], False
-            if new.kind == PIN and new.position is not None:
-                _place_pin(session, a, override_id, new.position)
-        else:
-            _check_groups(session, new.kind, a, b)
-            replaced = _replace(session, new.kind, a, b)
-            override_id = add_override(
-                session=session,
-                kind=new.kind,
-                article_id=a,
-                other_id=b,
-                position=0 if new.kind == PIN else None,
-                reason=new.reason,
-                created_by=new.by,
-                created_at=datetime.now(UTC),
-            )
-            created = True
-            if new.kind == PIN:
-                _place_pin(session, a, override_id, new.position)
-        if created and new.kind in CLUSTER_KINDS:
+            order = _pin_order(session, a, existing[0], new.position) if new.kind == PIN else None
+            if order is not None:  # a pin that moves
+                begin_write(session=session)
+                _number_pins(session, order)
+            return self._answer(session, existing[0], created=False, replaced=[])
+        check_groups(session, new.kind, a, b)
+        seq = begin_write(session=session).seq
+        replaced = _replace(session, new.kind, a, b)
+        override_id = add_override(
+            session=session,
+            kind=new.kind,
+            article_id=a,
+            other_id=b,
+            position=0 if new.kind == PIN else None,
+            reason=new.reason,
+            created_by=new.by,
+            created_at=datetime.now(UTC),
+        )
+        if new.kind == PIN:
+            _place_pin(session, a, override_id, new.position)
+        if new.kind in CLUSTER_KINDS:
             self._clusters(session, seq, [x for x in (a, b) if x is not None])
+        return self._answer(session, override_id, created=True, replaced=replaced)
+
+    def _answer(
+        self, session: Session, override_id: int, *, created: bool, replaced: list[int]
+    ) -> dict[str, Any]:
         (row,) = list_overrides(session=session, ids=[override_id])
         return {"override": as_dict(row), "created": created, "replaced": replaced}
 
@@ -308,52 +319,26 @@ def _place_pin(session: Session, article_id: int, override_id: int | None, at: i
     if override_id is not None:
         pins.remove(override_id)
         pins.insert(len(pins) if at is None else min(at, len(pins)), override_id)
+    _number_pins(session, pins)
+
+
+def _number_pins(session: Session, pins: list[int]) -> None:
     for position, pin_id in enumerate(pins):
         set_position(session=session, override_id=pin_id, position=position)
 
 
-def _check_groups(session: Session, kind: str, a: int, b: int | None) -> None:
-    """Refuse a ``not_duplicate`` pair inside one ``same_article`` group, or a
-    ``same_article`` that would join a ``not_duplicate`` pair into one."""
-    if b is None or kind not in (NOT_DUPLICATE, SAME_ARTICLE):
-        return
-    skip = (a, b)  # the pair's own same_article is replaced, not a conflict
-    group_a, group_b = same_article_group(session, a, skip), same_article_group(session, b, skip)
-    if kind == NOT_DUPLICATE:
-        if b in group_a:
-            raise Conflict(
-                "these articles are joined by same_article overrides: remove those first"
-            )
-        return
-    joined = group_a | group_b
-    for r in relations_touching(session=session, article_ids=sorted(joined), kinds=[NOT_DUPLICATE]):
-        inside = r.other_id is not None and r.article_id in joined and r.other_id in joined
-        if inside and {r.article_id, r.other_id} != {a, b}:  # that one is replaced
-            raise Conflict(
-                "a not_duplicate override separates two articles this would join: remove it first"
-            )
-
-
-def same_article_group(
-    session: Session, article_id: int, skip: tuple[int, int] | None = None
-) -> set[int]:
-    """The articles joined to ``article_id`` by ``same_article`` overrides (itself included),
-    not counting the pair ``skip`` (normalised)."""
-    group, frontier = {article_id}, {article_id}
-    while frontier:
-        found = relations_touching(
-            session=session, article_ids=sorted(frontier), kinds=[SAME_ARTICLE]
-        )
-        reached = {
-            x
-            for r in found
-            if (r.article_id, r.other_id) != skip
-            for x in (r.article_id, r.other_id)
-            if x is not None
-        }
-        frontier = reached - group
-        group |= reached
-    return group
+def _pin_order(
+    session: Session, article_id: int, override_id: int, at: int | None
+) -> list[int] | None:
+    """The article's pins in order with ``override_id`` moved to ``at``; None when that is
+    where they are already (``at`` None: the pin stays where it is)."""
+    pins = pins_of(session=session, article_id=article_id)
+    order = [p[0] for p in pins]
+    if at is not None:
+        order.remove(override_id)
+        order.insert(min(at, len(order)), override_id)
+    positions = [p[2] for p in pins]
+    return None if order == [p[0] for p in pins] and positions == list(range(len(pins))) else order
 
 
 def touched(rows: Iterable[OverrideRow]) -> set[int]:
