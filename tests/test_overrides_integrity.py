@@ -13,7 +13,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
-from recengine.errors import NotFound
+from recengine.errors import Conflict, NotFound
 from recengine.pipeline.featurize import Featurizer
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.db import make_engine, make_session_factory
@@ -123,3 +123,30 @@ def test_storing_an_override_again_changes_nothing_not_even_the_sequence(
         assert seq_of(factory) == moved_at
         add(factory, "pin", a, b, position=1)  # a real move takes a number
         assert seq_of(factory) == moved_at + 1
+
+
+def test_a_not_duplicate_against_all_inside_a_same_article_group_is_refused(
+    service: RelatedArticles, factory: sessionmaker[Session], corpus: list[dict[str, Any]]
+) -> None:
+    """same_article(A, B) + same_article(B, C) make A, B, C one article: not_duplicate C (of
+    every article) would leave C in A's cluster while A's list shows it. Refused, like the
+    pair form; so is the reverse order, and nothing is stored or changed."""
+    a, b, c, p, q = (corpus[i]["id"] for i in (3, 6, 8, 12, 14))
+    add(factory, "same_article", a, b)
+    add(factory, "same_article", b, c)
+    add(factory, "same_article", p, q)
+    stored, seq = listing(factory), seq_of(factory)
+    for alone in (c, a, p):
+        with pytest.raises(Conflict, match="same_article"):
+            add(factory, "not_duplicate", alone)
+    with pytest.raises(Conflict, match="same_article"):
+        add(factory, "not_duplicate", a, c)  # the pair form, as before
+    assert listing(factory) == stored and seq_of(factory) == seq
+
+    lone = corpus[20]["id"]
+    add(factory, "not_duplicate", lone)
+    stored, seq = listing(factory), seq_of(factory)
+    for other in (corpus[22]["id"], c):  # joining it to one article, or into a group
+        with pytest.raises(Conflict, match="not_duplicate of every article"):
+            add(factory, "same_article", other, lone)
+    assert listing(factory) == stored and seq_of(factory) == seq

@@ -14,8 +14,9 @@ Editorial decisions replace the ones they contradict: a ``block`` of a pair remo
 ``not_duplicate`` on one pair replace each other. Adding an override that exists already
 changes nothing, and takes no change sequence number, so no worker's cached answers are
 dropped for it (a pin given a new ``position`` moves). What cannot be decided by replacing is
-refused (``Conflict``, ``recommend.override_rules``): a ``not_duplicate`` pair inside a group
-that ``same_article`` overrides join, or a ``same_article`` that would join such a pair.
+refused (``Conflict``, ``recommend.override_rules``): a ``not_duplicate`` (of a pair, or of one
+article against all) inside a group that ``same_article`` overrides join, or a ``same_article``
+that would join such a pair or such an article.
 
 An override names articles that exist (an unknown id is ``NotFound``, so a typo is not
 stored); when one of them is deleted later, the override is kept (storing the article again

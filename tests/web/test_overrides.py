@@ -115,6 +115,8 @@ def test_bad_overrides_are_clear_errors(client: FlaskClient, corpus: list[dict[s
     assert post({"kind": "same_article", "article": a, "other": b}).status_code == 200
     assert post({"kind": "same_article", "article": b, "other": c}).status_code == 200
     assert_error(post({"kind": "not_duplicate", "article": c, "other": a}), 409, "conflict")
+    alone = assert_error(post({"kind": "not_duplicate", "article": c}), 409, "conflict")
+    assert "same_article" in alone["error"]["message"]  # the one-article form, like the pair's
     assert len(client.get(OVERRIDES, headers=AUTH).get_json()["overrides"]) == 2
 
 
