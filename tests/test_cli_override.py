@@ -88,6 +88,7 @@ def test_add_list_remove_as_json(
         (["remove", "999"], "no override with id 999"),
         (["list", "--kind", "nonsense"], "kind must be one of"),
         (["add", "exclude", "{base0}", "--by", " "], "by (who decided)"),
+        (["add", "pin", "{base0}", "{repost0}"], "near-duplicate of the article"),
     ],
 )
 def test_bad_input_is_a_clear_error_and_changes_nothing(
@@ -96,8 +97,9 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(
     args: list[str],
     message: str,
 ) -> None:
-    bases, _ = loaded
-    done = run(settings, "override", *[a.format(base0=bases[0]["id"]) for a in args])
+    bases, reposts = loaded
+    named = {"base0": bases[0]["id"], "repost0": reposts[0]["id"]}
+    done = run(settings, "override", *[a.format(**named) for a in args])
     assert done.exit_code == 2 and message in done.output, done.output
     assert "Traceback" not in done.output
     assert json.loads(run(settings, "override", "list").output)["overrides"] == []

@@ -15,6 +15,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings
 from recengine.errors import Conflict, NotFound
 from recengine.pipeline.featurize import Featurizer
+from recengine.recommend.override_rules import DuplicatePins
+from recengine.recommend.overrides import Overrides
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
@@ -22,7 +24,7 @@ from recengine.storage.models import Article, Override
 from recengine.storage.state import read_state
 from tests.factories import javaguide_records
 from tests.overrides_helpers import add, listing, remove
-from tests.test_related import loaded_service, repost
+from tests.test_related import ask, ids, loaded_service, repost
 
 
 @pytest.fixture
@@ -150,3 +152,29 @@ def test_a_not_duplicate_against_all_inside_a_same_article_group_is_refused(
         with pytest.raises(Conflict, match="not_duplicate of every article"):
             add(factory, "same_article", other, lone)
     assert listing(factory) == stored and seq_of(factory) == seq
+
+
+def test_a_pin_of_a_near_duplicate_is_refused_with_why(
+    settings: Settings,
+    service: RelatedArticles,
+    factory: sessionmaker[Session],
+    corpus: list[dict[str, Any]],
+) -> None:
+    """A list never shows a copy of its article: such a pin would be stored and never
+    applied. Refused (409) with the criterion's reason, unless the editor first says the pair
+    is not the same article."""
+    checked = Overrides(factory, pins=DuplicatePins(settings))
+    query, copy = corpus[0]["id"], f"repost-1-{corpus[0]['id']}"
+    assert copy in {s["id"] for s in ask(service, factory, query, k=5)["suppressed"]}
+    seq = seq_of(factory)
+    with pytest.raises(Conflict, match=r"near-duplicate of the article \(.*(cluster|texts)"):
+        add(factory, "pin", query, copy, overrides=checked)
+    with pytest.raises(Conflict, match="near-duplicate"):
+        add(factory, "pin", copy, query, overrides=checked)  # either way round
+    assert listing(factory) == [] and seq_of(factory) == seq
+    other = corpus[7]["id"]
+    assert add(factory, "pin", query, other, overrides=checked)["created"]  # an ordinary pin
+
+    add(factory, "not_duplicate", query, copy, overrides=checked)  # the editor disagrees
+    assert add(factory, "pin", query, copy, overrides=checked, position=0)["created"]
+    assert ids(ask(service, factory, query, k=3))[:2] == [copy, other]  # and it shows

@@ -23,9 +23,10 @@ if TYPE_CHECKING:
 
 def _use_cases(ctx: CliContext) -> Overrides:
     from recengine.pipeline.dedup import Deduplicator
+    from recengine.recommend.override_rules import DuplicatePins
     from recengine.recommend.overrides import Overrides
 
-    return Overrides(ctx.factory, Deduplicator(ctx.settings))
+    return Overrides(ctx.factory, Deduplicator(ctx.settings), DuplicatePins(ctx.settings))
 
 
 def _echo(payload: dict[str, Any]) -> None:

@@ -15,8 +15,9 @@ Editorial decisions replace the ones they contradict: a ``block`` of a pair remo
 changes nothing, and takes no change sequence number, so no worker's cached answers are
 dropped for it (a pin given a new ``position`` moves). What cannot be decided by replacing is
 refused (``Conflict``, ``recommend.override_rules``): a ``not_duplicate`` (of a pair, or of one
-article against all) inside a group that ``same_article`` overrides join, or a ``same_article``
-that would join such a pair or such an article.
+article against all) inside a group that ``same_article`` overrides join, a ``same_article``
+that would join such a pair or such an article, and a ``pin`` of a near-duplicate of the
+article (a list never shows one: the pin would never apply).
 
 An override names articles that exist (an unknown id is ``NotFound``, so a typo is not
 stored); when one of them is deleted later, the override is kept (storing the article again
@@ -34,7 +35,7 @@ from typing import Any, Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.errors import InvalidRequest, NotFound
-from recengine.recommend.override_rules import check_groups
+from recengine.recommend.override_rules import DuplicatePins, check_groups
 from recengine.recommend.params import check_id
 from recengine.storage.db import transaction
 from recengine.storage.index_source import internal_ids
@@ -148,15 +149,19 @@ class Overrides:
         clusters: recomputes the near-duplicate clusters a cluster override touches, inside
             its write transaction; None leaves the rows alone (they are then right after the
             next ingest touching them, or the next reindex).
+        pins: refuses pins of near-duplicates (``override_rules.DuplicatePins``); None
+            stores them unchecked (a list then leaves such a pin out).
     """
 
     def __init__(
         self,
         factory: sessionmaker[Session],
         clusters: ClusterMaintenance | None = None,
+        pins: DuplicatePins | None = None,
     ) -> None:
         self.factory = factory
         self.clusters = clusters
+        self.pins = pins
 
     def add(self, new: NewOverride) -> dict[str, Any]:
         """Store ``new`` and commit (see :meth:`add_in`)."""
@@ -199,6 +204,8 @@ class Overrides:
                 _number_pins(session, order)
             return self._answer(session, existing[0], created=False, replaced=[])
         check_groups(session, new.kind, a, b)
+        if new.kind == PIN and self.pins is not None and b is not None:
+            self.pins.check(session, a, b)
         seq = begin_write(session=session).seq
         replaced = _replace(session, new.kind, a, b)
         override_id = add_override(

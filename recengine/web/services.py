@@ -25,6 +25,7 @@ from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.parallel import AnalysisPool
 from recengine.recommend.feed import ReaderFeeds
 from recengine.recommend.live import LiveIndex
+from recengine.recommend.override_rules import DuplicatePins
 from recengine.recommend.overrides import Overrides
 from recengine.recommend.ranking import Variants
 from recengine.recommend.related import RelatedArticles
@@ -78,8 +79,9 @@ class Services:
     @cached_property
     def overrides(self) -> Overrides:
         """Editorial overrides; cluster overrides recluster what they touch in their own
-        transaction, with the ingester's near-duplicate index."""
-        return Overrides(self.factory, self.ingester.dedup)
+        transaction, with the ingester's near-duplicate index; pins of near-duplicates are
+        refused."""
+        return Overrides(self.factory, self.ingester.dedup, DuplicatePins(self.settings))
 
     @cached_property
     def variants(self) -> Variants:

@@ -135,3 +135,20 @@ def test_the_contract_publishes_overrides_and_feedback(client: FlaskClient) -> N
     beacon = paths["/api/v1/feedback"]["post"]
     assert "security" not in beacon or beacon["security"] == []
     assert {"200", "422", "429", "503"} <= set(beacon["responses"])
+
+
+def test_a_pin_of_a_near_duplicate_is_refused_with_why(
+    client: FlaskClient, corpus: list[dict[str, Any]]
+) -> None:
+    """It would be stored and never shown (a list never shows a copy of its article)."""
+    query = corpus[0]["id"]
+    copy = {
+        **corpus[0],
+        "id": "copy-of-0",
+        "content": corpus[0]["content"] + "\n\n转载请注明出处。",
+    }
+    assert client.post("/api/v1/articles", json=copy, headers=AUTH).status_code == 200
+    body = {"kind": "pin", "article": query, "other": "copy-of-0"}
+    refused = assert_error(client.post(OVERRIDES, json=body, headers=AUTH), 409, "conflict")
+    assert "near-duplicate of the article (they are in one" in refused["error"]["message"]
+    assert client.get(OVERRIDES, headers=AUTH).get_json()["overrides"] == []
