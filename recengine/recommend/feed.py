@@ -61,7 +61,7 @@ from recengine.storage.events import add_events, read_article_ids
 from recengine.storage.features import features_of
 from recengine.storage.index_source import briefs, fingerprints_by_id, internal_ids
 from recengine.storage.overrides import pins_of
-from recengine.storage.state import begin_write
+from recengine.storage.state import lock_writers
 
 
 class ReaderFeeds:
@@ -88,7 +88,11 @@ class ReaderFeeds:
         """Store that ``user_id`` read these articles (caller ids), in the caller's transaction.
 
         ``at`` is when (the one rule for times, ``recengine.times``; default: now). Nothing is
-        committed here: the caller commits (or rolls back) its session.
+        committed here: the caller commits (or rolls back) its session. An event stored
+        already (same reader, article and time) is not stored again, and counts as recorded
+        (a retried request gets the same answer). Events take the writers' lock but no change
+        sequence number: related lists and clusters do not depend on them, so no worker's
+        cached answers are dropped for a read.
 
         Raises:
             InvalidRequest: bad user id, article ids or time. NotFound: an article does not
@@ -97,7 +101,7 @@ class ReaderFeeds:
         user_id = check_id(user_id, "user id")
         wanted = list(dict.fromkeys(check_id(a) for a in article_ids))
         when = check_time(at, "at", self.settings.ingest.zone) or datetime.now(UTC)
-        begin_write(session=session)
+        lock_writers(session=session)
         found = internal_ids(session=session, external_ids=wanted)
         live = briefs(session=session, ids=list(found.values()))
         missing = [a for a in wanted if found.get(a) not in live]

@@ -6,16 +6,24 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, insert, select
+from sqlalchemy import Row, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from recengine.storage.models import Article, ReaderEvent
 
 
 def add_events(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert events: each row ``user_id``, ``article_id`` (internal), ``kind``, ``at``."""
-    if rows:
-        session.execute(insert(ReaderEvent), list(rows))
+    """Insert events: each row ``user_id``, ``article_id`` (internal), ``kind``, ``at``.
+
+    An event stored already (same reader, time, article and kind) is skipped, on either
+    database (``ON CONFLICT DO NOTHING`` on the unique index ``uq_reader_events_once``): a
+    retried request stores nothing twice.
+    """
+    if not rows:
+        return
+    make = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    session.execute(make(ReaderEvent).on_conflict_do_nothing(), list(rows))
 
 
 def recent_events(

@@ -18,7 +18,7 @@ Tables:
   ``seq = s`` has seen every change up to ``s`` (no gaps for an index catching up).
 * ``cluster_members``: near-duplicate clusters (article -> its canonical article), per model
   version like the features: a reindex writes its version's clusters before the switch.
-* ``reader_events``: what readers read, for feeds.
+* ``reader_events``: what readers read, for feeds; each event once (reader, time, article, kind).
 * ``overrides``: editors' decisions that every computation honours (``storage.overrides``):
   keyed by internal article ids, so they survive every reindex; soft deletion keeps an
   override's article row, so an override naming a deleted article is kept (and reported).
@@ -173,7 +173,11 @@ class ClusterMember(Base):
 
 class ReaderEvent(Base):
     __tablename__ = "reader_events"
-    __table_args__ = (Index("ix_reader_events_user_at", "user_id", "at"),)
+    __table_args__ = (
+        # An event is stored once (a retried request adds nothing; storage.events.add_events);
+        # its first columns also serve a reader's events by time.
+        Index("uq_reader_events_once", "user_id", "at", "article_id", "kind", unique=True),
+    )
 
     id: Mapped[int] = mapped_column(BigIntKey, primary_key=True, autoincrement=True)
     user_id: Mapped[str] = mapped_column(String(255))

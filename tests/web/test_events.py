@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.storage.models import ReaderEvent
+from recengine.storage.state import read_state
 from tests.factories import record
 from tests.web.conftest import AUTH
 from tests.web.test_articles import assert_error
@@ -86,3 +87,30 @@ def test_events_per_request_are_capped(
     response = client.post("/api/v1/users/u/events", json=[{"article": "a1"}] * 3, headers=AUTH)
     assert "at most 2" in assert_error(response, 422, "invalid_request")["error"]["message"]
     assert events(factory) == []
+
+
+def test_an_event_sent_again_is_stored_once_and_takes_no_sequence_number(
+    client: FlaskClient, factory: sessionmaker[Session]
+) -> None:
+    """Events are idempotent on reader, article, kind and time (a retried request stores
+    nothing twice), and change nothing lists or duplicates depend on: no worker's cached
+    answers are dropped for them (they take no change sequence number)."""
+    seed(client)
+    batch = [
+        {"article": "a1", "at": "2026-12-01T08:00:00+08:00"},
+        {"article": "a2", "at": "2026-12-01T00:00:00Z"},
+    ]
+    with factory() as session:
+        seq = read_state(session=session).seq
+    for _ in range(2):
+        response = client.post("/api/v1/users/r/events", json=batch, headers=AUTH)
+        assert response.get_json() == {"user": "r", "recorded": 2}  # the same answer
+    same_instant = {"article": "a2", "at": "2026-12-01T08:00:00+08:00"}  # another spelling
+    again = client.post(
+        "/api/v1/users/r/events", json=[same_instant, {"article": "a1"}], headers=AUTH
+    )
+    assert again.get_json() == {"user": "r", "recorded": 2}
+    stored = events(factory)
+    assert len(stored) == 3 and len(set(stored)) == 3
+    with factory() as session:
+        assert read_state(session=session).seq == seq

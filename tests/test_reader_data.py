@@ -1,0 +1,55 @@
+"""Readers' data (``reader_events``): each event stored once, reads in the future refused, a
+reader's history shown and erased on request, old events expired; on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from recengine.storage.db import make_engine, make_session_factory
+from recengine.storage.migrate import upgrade
+from recengine.storage.models import Article, ReaderEvent
+
+
+def _article(session: Session, external_id: str) -> int:
+    now = datetime.now(UTC)
+    article = Article(
+        external_id=external_id, record_hash="", text_hash="", created_at=now, updated_at=now, seq=1
+    )
+    session.add(article)
+    session.flush()
+    return article.id
+
+
+def test_the_migration_keeps_one_of_each_repeated_event(database_url: str) -> None:
+    """0008: events stored twice before (retried requests) are kept once, the first of each."""
+    engine = make_engine(database_url)
+    upgrade(engine, "0007")
+    at = datetime(2026, 11, 30, 8, tzinfo=UTC)
+    factory = make_session_factory(engine)
+    with factory() as session, session.begin():
+        a, b = _article(session, "a"), _article(session, "b")
+        rows = [(a, at), (a, at), (b, at), (a, at + timedelta(seconds=1)), (a, at)]
+        for article, when in rows:
+            session.execute(
+                insert(ReaderEvent).values(user_id="r", article_id=article, kind="read", at=when)
+            )
+        session.execute(
+            insert(ReaderEvent).values(user_id="other", article_id=a, kind="read", at=at)
+        )
+    upgrade(engine)
+    with factory() as session:
+        kept = session.execute(
+            select(
+                ReaderEvent.id, ReaderEvent.user_id, ReaderEvent.article_id, ReaderEvent.at
+            ).order_by(ReaderEvent.id)
+        ).all()
+    assert [(r.id, r.user_id, r.article_id) for r in kept] == [
+        (1, "r", a),
+        (3, "r", b),
+        (4, "r", a),
+        (6, "other", a),
+    ]
+    engine.dispose()
