@@ -187,6 +187,13 @@ class FeedSettings(_Listing):
     max_offset: int = Field(default=1_000, ge=0, le=100_000)
 
 
+class EventsSettings(_Section):
+    """Reader events (``recommend.feed``, ``recommend.readers``). Documented in
+    ``config/defaults.toml``."""
+
+    max_future_seconds: float = Field(default=300.0, ge=0.0, le=86_400.0)
+
+
 class VariantSettings(_Section):
     """One ranking variant of an A/B test (``recommend.ranking``); None = as configured."""
 
@@ -332,6 +339,7 @@ class Settings(BaseSettings):
     related: RelatedSettings = RelatedSettings()
     dense: DenseSettings = DenseSettings()
     feed: FeedSettings = FeedSettings()
+    events: EventsSettings = EventsSettings()
     experiment: ExperimentSettings = ExperimentSettings()
     feedback: FeedbackSettings = FeedbackSettings()
     reindex: ReindexSettings = ReindexSettings()

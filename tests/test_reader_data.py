@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from click.testing import CliRunner
 from sqlalchemy import insert, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
+from recengine.cli import main
+from recengine.cli.context import CliContext
+from recengine.config import Settings
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ReaderEvent
@@ -53,3 +57,19 @@ def test_the_migration_keeps_one_of_each_repeated_event(database_url: str) -> No
         (6, "other", a),
     ]
     engine.dispose()
+
+
+def test_the_command_line_refuses_a_read_in_the_future(
+    settings: Settings, factory: sessionmaker[Session]
+) -> None:
+    with factory() as session, session.begin():
+        _article(session, "x")
+    done = CliRunner().invoke(
+        main, ["events", "carol", "x", "--at", "2099-01-01"], obj=CliContext(settings)
+    )
+    assert done.exit_code == 2, done.output
+    assert "at: 2099-01-01T00:00:00+00:00 is in the future" in done.output
+    with factory() as session:
+        assert session.scalars(select(ReaderEvent)).all() == []
+    today = CliRunner().invoke(main, ["events", "carol", "x"], obj=CliContext(settings))
+    assert today.exit_code == 0 and "recorded 1" in today.output

@@ -30,14 +30,14 @@ the related-articles body.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 from sqlalchemy.orm import Session
 
 from recengine.config import Settings
-from recengine.errors import NotFound
+from recengine.errors import InvalidRequest, NotFound
 from recengine.features.tfidf import EMPTY_VECTOR, SparseVector
 from recengine.index.view import Hits, RowFilter
 from recengine.recommend.criterion import Articles, DuplicateCriterion, anonymous
@@ -95,12 +95,20 @@ class ReaderFeeds:
         cached answers are dropped for a read.
 
         Raises:
-            InvalidRequest: bad user id, article ids or time. NotFound: an article does not
-                exist (then nothing is written).
+            InvalidRequest: bad user id, article ids or time (a time more than
+                ``events.max_future_seconds`` ahead of the clock too). NotFound: an article
+                does not exist (then nothing is written).
         """
         user_id = check_id(user_id, "user id")
         wanted = list(dict.fromkeys(check_id(a) for a in article_ids))
-        when = check_time(at, "at", self.settings.ingest.zone) or datetime.now(UTC)
+        now = datetime.now(UTC)
+        when = check_time(at, "at", self.settings.ingest.zone) or now
+        ahead = self.settings.events.max_future_seconds
+        if when > now + timedelta(seconds=ahead):
+            raise InvalidRequest(
+                f"at: {when.isoformat()} is in the future (more than {ahead:g} s after the "
+                f"server's clock, {now.isoformat(timespec='seconds')}; events.max_future_seconds)"
+            )
         lock_writers(session=session)
         found = internal_ids(session=session, external_ids=wanted)
         live = briefs(session=session, ids=list(found.values()))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 from flask import Flask
 from flask.testing import FlaskClient
@@ -70,6 +71,8 @@ def test_invalid_events_are_422(client: FlaskClient, factory: sessionmaker[Sessi
         ({"article": ""}, "article"),
         ({"article": "a1", "extra": 1}, "extra"),
         ([], "at least 1"),
+        ({"article": "a1", "at": "2099-01-01"}, "at: 2099-01-01T00:00:00+00:00 is in the future"),
+        ({"article": "a1", "at": _ahead(seconds=301)}, "events.max_future_seconds"),
     ]
     for body, fragment in cases:
         response = client.post("/api/v1/users/u/events", json=body, headers=AUTH)
@@ -77,6 +80,21 @@ def test_invalid_events_are_422(client: FlaskClient, factory: sessionmaker[Sessi
     response = client.post("/api/v1/users/%20/events", json={"article": "a1"}, headers=AUTH)
     assert "user" in assert_error(response, 422, "invalid_request")["error"]["message"]
     assert events(factory) == []
+
+
+def _ahead(seconds: float) -> str:
+    return (datetime.now(UTC) + timedelta(seconds=seconds)).isoformat()
+
+
+def test_a_read_a_little_ahead_of_the_servers_clock_is_taken(
+    client: FlaskClient, factory: sessionmaker[Session]
+) -> None:
+    """The site's servers' clocks may run a little ahead (events.max_future_seconds = 300)."""
+    seed(client)
+    response = client.post(
+        "/api/v1/users/u/events", json={"article": "a1", "at": _ahead(60)}, headers=AUTH
+    )
+    assert response.status_code == 200 and len(events(factory)) == 1
 
 
 def test_events_per_request_are_capped(
