@@ -192,6 +192,7 @@ class EventsSettings(_Section):
     ``config/defaults.toml``."""
 
     max_future_seconds: float = Field(default=300.0, ge=0.0, le=86_400.0)
+    retention_days: int = Field(default=365, ge=0, le=36_500)
 
 
 class VariantSettings(_Section):
@@ -277,6 +278,7 @@ class WebSettings(_Section):
     queue_target_seconds: float = Field(default=0.01, ge=0, le=3600)
     queue_interval_seconds: float = Field(default=0.1, gt=0, le=3600)
     public_reads: bool = True
+    public_feeds: bool = False
     cors_origins: tuple[str, ...] = ()
     max_body_bytes: int = Field(default=16_000_000, ge=1_000)
     max_batch: int = Field(default=500, ge=1, le=100_000)

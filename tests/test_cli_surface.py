@@ -9,6 +9,7 @@ import re
 import socket
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -165,7 +166,8 @@ def test_readers_from_the_command_line(run: Any, tmp_path: Path, data_dir: Path)
     records = javaguide_records(data_dir, 30)
     ids = [r["id"] for r in records]
     assert run("ingest", str(write_jsonl(tmp_path / "a.jsonl", records))).exit_code == 0
-    recorded = run("events", "reader-1", ids[1], ids[2], "--at", "2024-05-01")
+    day = (datetime.now(UTC) - timedelta(days=3)).date().isoformat()  # within the retention
+    recorded = run("events", "reader-1", ids[1], ids[2], "--at", day)
     assert recorded.exit_code == 0 and "recorded 2 read(s) for reader-1" in recorded.output
     unknown = run("events", "reader-1", ids[3], "nope")
     assert unknown.exit_code == 2 and "no article with id 'nope'" in unknown.output

@@ -3,8 +3,11 @@ reader's history shown and erased on request, old events expired; on SQLite and 
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -12,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.cli import main
 from recengine.cli.context import CliContext
 from recengine.config import Settings
+from recengine.recommend.reader_data import ReaderData
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ReaderEvent
@@ -73,3 +77,49 @@ def test_the_command_line_refuses_a_read_in_the_future(
         assert session.scalars(select(ReaderEvent)).all() == []
     today = CliRunner().invoke(main, ["events", "carol", "x"], obj=CliContext(settings))
     assert today.exit_code == 0 and "recorded 1" in today.output
+
+
+def test_reader_show_and_delete_on_the_command_line(
+    settings: Settings, factory: sessionmaker[Session]
+) -> None:
+    with factory() as session, session.begin():
+        _article(session, "x")
+        _article(session, "y")
+    cli = CliRunner()
+
+    def run(*args: str) -> Any:
+        return cli.invoke(main, list(args), obj=CliContext(settings))
+
+    assert run("events", "bob", "x", "y").exit_code == 0
+    assert run("events", "ann", "x").exit_code == 0
+    text = run("reader", "show", "bob")
+    assert text.exit_code == 0, text.output
+    assert text.output.splitlines()[0] == "reader bob: 2 event(s) stored"
+    assert "  read  x  " in text.output and "  read  y  " in text.output
+    body = json.loads(run("reader", "show", "bob", "--format", "json").output)
+    assert [e["article"] for e in body["events"]] == ["x", "y"] and body["next_after"] is None
+    gone = run("reader", "delete", "bob")
+    assert gone.exit_code == 0 and "erased reader bob: 2 event(s) deleted" in gone.output
+    assert json.loads(run("reader", "show", "bob", "--format", "json").output)["events"] == []
+    assert "1 event(s)" in run("reader", "show", "ann").output
+    bad = run("reader", "delete", "")
+    assert bad.exit_code == 2 and "user id" in bad.output
+
+
+def test_expiry_deletes_in_short_batches_until_none_is_left(
+    settings: Settings, factory: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("recengine.recommend.reader_data.EXPIRE_BATCH", 2)
+    now = datetime.now(UTC)
+    with factory() as session, session.begin():
+        article = _article(session, "x")
+        for days in (400, 380, 370, 366, 364, 1):
+            session.execute(
+                insert(ReaderEvent).values(
+                    user_id="r", article_id=article, kind="read", at=now - timedelta(days=days)
+                )
+            )
+    assert ReaderData(settings, factory).expire(now) == 4
+    with factory() as session:
+        assert len(session.scalars(select(ReaderEvent)).all()) == 2
+    assert ReaderData(settings, factory).expire(now) == 0

@@ -76,6 +76,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "override",
         "Editors' overrides (list, add, remove), printed as JSON.",
     ),
+    "reader": (
+        "recengine.cli.reader",
+        "reader",
+        "A reader's data: show what they read, or delete (erase) it.",
+    ),
     "related": (
         "recengine.cli.related",
         "related",

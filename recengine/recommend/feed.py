@@ -55,6 +55,7 @@ from recengine.recommend.listing import (
 )
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
 from recengine.recommend.params import Filters, check_id, check_int, check_time
+from recengine.recommend.reader_data import cutoff
 from recengine.recommend.reasons import Reasons
 from recengine.recommend.slate import Slate
 from recengine.storage.events import add_events, read_article_ids
@@ -96,19 +97,15 @@ class ReaderFeeds:
 
         Raises:
             InvalidRequest: bad user id, article ids or time (a time more than
-                ``events.max_future_seconds`` ahead of the clock too). NotFound: an article
-                does not exist (then nothing is written).
+                ``events.max_future_seconds`` ahead of the clock, or older than
+                ``events.retention_days``, too). NotFound: an article does not exist (then
+                nothing is written).
         """
         user_id = check_id(user_id, "user id")
         wanted = list(dict.fromkeys(check_id(a) for a in article_ids))
         now = datetime.now(UTC)
         when = check_time(at, "at", self.settings.ingest.zone) or now
-        ahead = self.settings.events.max_future_seconds
-        if when > now + timedelta(seconds=ahead):
-            raise InvalidRequest(
-                f"at: {when.isoformat()} is in the future (more than {ahead:g} s after the "
-                f"server's clock, {now.isoformat(timespec='seconds')}; events.max_future_seconds)"
-            )
+        self._check_when(when, now)
         lock_writers(session=session)
         found = internal_ids(session=session, external_ids=wanted)
         live = briefs(session=session, ids=list(found.values()))
@@ -120,6 +117,21 @@ class ReaderFeeds:
         ]
         add_events(session=session, rows=rows)
         return len(rows)
+
+    def _check_when(self, when: datetime, now: datetime) -> None:
+        """Refuse a read in the future (beyond the clocks' skew) or past the retention."""
+        ahead = self.settings.events.max_future_seconds
+        if when > now + timedelta(seconds=ahead):
+            raise InvalidRequest(
+                f"at: {when.isoformat()} is in the future (more than {ahead:g} s after the "
+                f"server's clock, {now.isoformat(timespec='seconds')}; events.max_future_seconds)"
+            )
+        oldest = cutoff(self.settings, now)
+        if oldest is not None and when < oldest:
+            raise InvalidRequest(
+                f"at: {when.isoformat()} is older than events.retention_days "
+                f"({self.settings.events.retention_days} days): it would be erased at once"
+            )
 
     def feed(
         self,
@@ -157,8 +169,10 @@ class ReaderFeeds:
     ) -> Slate:
         """The feed's first ``k`` entries (interests' items, then the newest articles)."""
         f = self.settings.feed
-        read = sorted(read_article_ids(session=session, user_id=user_id))
-        history = history_of(session, snap.version, user_id, f, datetime.now(UTC))
+        now = datetime.now(UTC)
+        since = cutoff(self.settings, now)  # reads past the retention count for nothing
+        read = sorted(read_article_ids(session=session, user_id=user_id, since=since))
+        history = history_of(session, snap.version, user_id, f, now, since)
         interests = find_interests(history, f)
         row_filter = to_row_filter(session, parsed, exclude=read)
         texts = Texts(session, self.settings.features.strip_boilerplate)

@@ -53,10 +53,16 @@ class Interest:
 
 
 def history_of(
-    session: Session, version: int, user_id: str, f: FeedSettings, now: datetime
+    session: Session,
+    version: int,
+    user_id: str,
+    f: FeedSettings,
+    now: datetime,
+    since: datetime | None = None,
 ) -> list[Read]:
-    """The reader's weighted reads of live articles with features, heaviest first."""
-    events = recent_events(session=session, user_id=user_id, limit=f.history_limit)
+    """The reader's weighted reads of live articles with features, heaviest first (from
+    ``since`` on: older reads are past the retention)."""
+    events = recent_events(session=session, user_id=user_id, limit=f.history_limit, since=since)
     weights: dict[int, float] = {}
     for event in events:
         age_days = max(0.0, (now - event.at).total_seconds() / 86_400)

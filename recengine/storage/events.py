@@ -1,4 +1,9 @@
-"""Reader events (articles read, with the time): written by the edges, read to build feeds."""
+"""Reader events (articles read, with the time): written by the edges, read to build feeds,
+listed and erased for a reader on request, and deleted once older than the retention.
+
+The reader's id is stored here and nowhere else (feedback counts are per list article, variant
+and slot), so deleting a reader's rows here erases every trace of the reader in the database.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, select
+from sqlalchemy import Row, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -27,26 +32,70 @@ def add_events(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
 
 
 def recent_events(
-    *, session: Session, user_id: str, limit: int
+    *, session: Session, user_id: str, limit: int, since: datetime | None = None
 ) -> Sequence[Row[int, str, datetime]]:
-    """The reader's latest ``limit`` events on live articles, newest first.
+    """The reader's latest ``limit`` events on live articles, newest first (at ``since`` or
+    later, when given: older ones are past the retention).
 
     Rows: ``article_id, kind, at``. Events of deleted articles are left out (the article is
     gone), but they stay stored.
     """
-    return session.execute(
+    query = (
         select(ReaderEvent.article_id, ReaderEvent.kind, ReaderEvent.at)
         .join(Article, Article.id == ReaderEvent.article_id)
         .where(ReaderEvent.user_id == user_id, Article.deleted_at.is_(None))
         .order_by(ReaderEvent.at.desc(), ReaderEvent.id.desc())
         .limit(limit)
+    )
+    if since is not None:
+        query = query.where(ReaderEvent.at >= since)
+    return session.execute(query).all()
+
+
+def read_article_ids(*, session: Session, user_id: str, since: datetime | None = None) -> set[int]:
+    """Every article the reader has an event for (deleted articles included), at ``since`` or
+    later when given."""
+    query = select(ReaderEvent.article_id).where(ReaderEvent.user_id == user_id)
+    if since is not None:
+        query = query.where(ReaderEvent.at >= since)
+    return set(session.scalars(query.distinct()).all())
+
+
+def events_of(
+    *, session: Session, user_id: str, after_id: int, limit: int
+) -> Sequence[Row[int, str, str, str, datetime, datetime | None]]:
+    """Every stored event of the reader, by id (paged: ids above ``after_id``), with the
+    article's caller id and title, deleted articles included.
+
+    Rows: ``id, external_id, title, kind, at, deleted_at``.
+    """
+    return session.execute(
+        select(
+            ReaderEvent.id,
+            Article.external_id,
+            Article.title,
+            ReaderEvent.kind,
+            ReaderEvent.at,
+            Article.deleted_at,
+        )
+        .join(Article, Article.id == ReaderEvent.article_id)
+        .where(ReaderEvent.user_id == user_id, ReaderEvent.id > after_id)
+        .order_by(ReaderEvent.id)
+        .limit(limit)
     ).all()
 
 
-def read_article_ids(*, session: Session, user_id: str) -> set[int]:
-    """Every article the reader has an event for (deleted articles included)."""
-    return set(
-        session.scalars(
-            select(ReaderEvent.article_id).where(ReaderEvent.user_id == user_id).distinct()
-        ).all()
-    )
+def delete_reader_events(*, session: Session, user_id: str) -> int:
+    """Delete every event of the reader; returns how many there were."""
+    result = session.execute(delete(ReaderEvent).where(ReaderEvent.user_id == user_id))
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def delete_events_before(*, session: Session, cutoff: datetime, limit: int) -> int:
+    """Delete at most ``limit`` events older than ``cutoff`` (index ``ix_reader_events_at``);
+    returns how many. Batches keep each transaction, and its lock, short."""
+    oldest = select(ReaderEvent.id).where(ReaderEvent.at < cutoff).limit(limit)
+    chosen = [int(i) for i in session.scalars(oldest)]
+    if chosen:
+        session.execute(delete(ReaderEvent).where(ReaderEvent.id.in_(chosen)))
+    return len(chosen)

@@ -177,6 +177,8 @@ class ReaderEvent(Base):
         # An event is stored once (a retried request adds nothing; storage.events.add_events);
         # its first columns also serve a reader's events by time.
         Index("uq_reader_events_once", "user_id", "at", "article_id", "kind", unique=True),
+        # The retention's deletions (events.retention_days) find the oldest events by time.
+        Index("ix_reader_events_at", "at"),
     )
 
     id: Mapped[int] = mapped_column(BigIntKey, primary_key=True, autoincrement=True)

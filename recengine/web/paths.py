@@ -36,8 +36,9 @@ if TYPE_CHECKING:
 
 PREFIX = "/api/v1/articles/"
 OPERATIONS = ("related", "duplicates")
-# Every path that holds a caller's id, with the operations that may follow it. A reader's id
-# (``/api/v1/users/<user>/feed``) is always followed by one, so any id works unencoded there.
+# Every path that holds a caller's id, with the operations that may follow it (a reader's id
+# alone is the reader, ``DELETE /api/v1/users/<user>``: an id ending in /feed or /events is then
+# sent with %2F, as an article's ending in /related).
 ID_PATHS = {PREFIX: OPERATIONS, "/api/v1/users/": ("events", "feed")}
 ID_IN_PATH = (
     "The article's id, percent-encoded (`quote(id, safe='')`, `encodeURIComponent`). A slash "

@@ -28,6 +28,7 @@ from recengine.recommend.live import LiveIndex
 from recengine.recommend.override_rules import DuplicatePins
 from recengine.recommend.overrides import Overrides
 from recengine.recommend.ranking import Variants
+from recengine.recommend.reader_data import Expiry, ReaderData
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.notify import ChangeListener, listens
 from recengine.storage.walwatch import WalWatch, watched_file
@@ -75,6 +76,16 @@ class Services:
     @cached_property
     def feeds(self) -> ReaderFeeds:
         return ReaderFeeds(self.settings, self.index)
+
+    @cached_property
+    def readers(self) -> ReaderData:
+        """Readers' data: a reader's history and its erasure, and the retention."""
+        return ReaderData(self.settings, self.factory)
+
+    @cached_property
+    def expiry(self) -> Expiry:
+        """This worker's runs of the retention of reader events (``events.retention_days``)."""
+        return Expiry(self.readers)
 
     @cached_property
     def overrides(self) -> Overrides:

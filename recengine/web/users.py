@@ -1,4 +1,11 @@
-"""``/api/v1/users/<user>``: reader events (what a reader read) and the reader's feed."""
+"""``/api/v1/users/<user>``: reader events (what a reader read), the reader's feed, and the
+reader's data: the history as stored and its erasure (``recommend.reader_data``).
+
+A feed says what its reader read (``because_you_read``), so it needs the API key unless
+``web.public_feeds``; the history and the erasure always need it. Every request this app
+answers also gives the retention of events (``events.retention_days``) its chance to run
+(``reader_data.Expiry``: at most once an hour per worker, in a thread of its own).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ from recengine.errors import ModelMissing, NotFound
 from recengine.storage.db import transaction
 from recengine.web.routing import Router, validated_body, validated_query
 from recengine.web.schemas import EventsIn, EventsRecorded, FeedOut, FeedQuery, Models
+from recengine.web.schemas_readers import ReaderErased, ReaderEventsOut, ReaderEventsQuery
 from recengine.web.services import services, session
 
 
@@ -39,7 +47,27 @@ def feed(user: str) -> FeedOut:
     return FeedOut.model_validate(body)
 
 
+def history(user: str) -> ReaderEventsOut:
+    """Every stored event of the reader, oldest stored first, paged (a data-access request):
+    what they read and when, deleted articles included."""
+    query = validated_query(ReaderEventsQuery)
+    body = services().readers.history(
+        user, session=session(), after_id=query.after, limit=query.limit
+    )
+    return ReaderEventsOut.model_validate(body)
+
+
+def erase(user: str) -> ReaderErased:
+    """Erase the reader: every stored event is deleted (nothing else is kept by reader)."""
+    return ReaderErased.model_validate(services().readers.erase(user))
+
+
+def _expire() -> None:
+    services().expiry.tick()
+
+
 def init_app(router: Router, models: Models) -> None:
+    router.app.before_request(_expire)
     add = partial(router.add, tag="readers")
     add(
         "/api/v1/users/<id:user>/events",
@@ -54,8 +82,17 @@ def init_app(router: Router, models: Models) -> None:
         "/api/v1/users/<id:user>/feed",
         feed,
         method="GET",
-        write=False,
+        write=not router.settings.web.public_feeds,  # the key, as for a write
         ok=FeedOut,
         query=models.feed_query,
         errors=(ModelMissing,),
     )
+    add(
+        "/api/v1/users/<id:user>/events",
+        history,
+        method="GET",
+        write=True,  # personal data: the key, always
+        ok=ReaderEventsOut,
+        query=ReaderEventsQuery,
+    )
+    add("/api/v1/users/<id:user>", erase, method="DELETE", write=True, ok=ReaderErased)

@@ -175,7 +175,7 @@ def test_http_refuses_bad_filters_on_reads(client: FlaskClient) -> None:
         "after=NaN",
     ):
         for path in ("/api/v1/articles/a1/related", "/api/v1/users/u/feed"):
-            response = client.get(f"{path}?{query}")
+            response = client.get(f"{path}?{query}", headers=AUTH)
             assert response.status_code == 422, (path, query, response.get_data()[:200])
 
 

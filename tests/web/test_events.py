@@ -27,6 +27,11 @@ def events(factory: sessionmaker[Session]) -> list[tuple[str, int, str]]:
         return [(r.user_id, r.article_id, r.at.isoformat()) for r in rows]
 
 
+# A recent day (events older than events.retention_days, 365, are refused).
+DAY = (datetime.now(UTC) - timedelta(days=10)).date().isoformat()
+NEXT_DAY = (datetime.now(UTC) - timedelta(days=9)).date().isoformat()
+
+
 def seed(client: FlaskClient) -> None:
     client.post("/api/v1/articles", json=[record(1), record(2)], headers=AUTH)
 
@@ -36,14 +41,14 @@ def test_one_event_and_a_batch(client: FlaskClient, factory: sessionmaker[Sessio
     one = client.post("/api/v1/users/reader-1/events", json={"article": "a1"}, headers=AUTH)
     assert one.status_code == 200 and one.get_json() == {"user": "reader-1", "recorded": 1}
     batch = [
-        {"article": "a2", "at": "2024-05-01T08:00:00+08:00"},
-        {"article": "a1", "kind": "read", "at": "2024-05-02T00:00:00Z"},
+        {"article": "a2", "at": f"{DAY}T08:00:00+08:00"},
+        {"article": "a1", "kind": "read", "at": f"{NEXT_DAY}T00:00:00Z"},
     ]
     response = client.post("/api/v1/users/读者 2/events", json=batch, headers=AUTH)
     assert response.get_json() == {"user": "读者 2", "recorded": 2}
     stored = events(factory)
     assert sorted(u for u, _, _ in stored) == ["reader-1", "读者 2", "读者 2"]
-    assert "2024-05-01T00:00:00+00:00" in {at for _, _, at in stored}  # stored in UTC
+    assert f"{DAY}T00:00:00+00:00" in {at for _, _, at in stored}  # stored in UTC
 
 
 def test_unknown_or_deleted_article_stores_nothing(
@@ -115,15 +120,15 @@ def test_an_event_sent_again_is_stored_once_and_takes_no_sequence_number(
     answers are dropped for them (they take no change sequence number)."""
     seed(client)
     batch = [
-        {"article": "a1", "at": "2026-12-01T08:00:00+08:00"},
-        {"article": "a2", "at": "2026-12-01T00:00:00Z"},
+        {"article": "a1", "at": f"{DAY}T08:00:00+08:00"},
+        {"article": "a2", "at": f"{DAY}T00:00:00Z"},
     ]
     with factory() as session:
         seq = read_state(session=session).seq
     for _ in range(2):
         response = client.post("/api/v1/users/r/events", json=batch, headers=AUTH)
         assert response.get_json() == {"user": "r", "recorded": 2}  # the same answer
-    same_instant = {"article": "a2", "at": "2026-12-01T08:00:00+08:00"}  # another spelling
+    same_instant = {"article": "a2", "at": f"{DAY}T08:00:00+08:00"}  # another spelling
     again = client.post(
         "/api/v1/users/r/events", json=[same_instant, {"article": "a1"}], headers=AUTH
     )

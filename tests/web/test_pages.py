@@ -165,6 +165,8 @@ CONTRACT = {
     ("get", "/api/v1/articles/{article_id}/related"),
     ("get", "/api/v1/users/{user}/feed"),
     ("post", "/api/v1/users/{user}/events"),
+    ("get", "/api/v1/users/{user}/events"),
+    ("delete", "/api/v1/users/{user}"),
     ("get", "/api/v1/health"),
     ("get", "/api/v1/health/live"),
     ("get", "/api/v1/health/ready"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
@@ -88,7 +89,7 @@ def test_the_command_lines_spellings_are_accepted_and_unknown_parameters_refused
         assert named in error["error"]["message"]
     unknown = client.get(f"/api/v1/articles/{first['id']}?fields=title")
     assert "'fields'" in assert_error(unknown, 422, "invalid_request")["error"]["message"]
-    feed = client.get("/api/v1/users/u/feed?categroy=x")
+    feed = client.get("/api/v1/users/u/feed?categroy=x", headers=AUTH)
     assert "'categroy'" in assert_error(feed, 422, "invalid_request")["error"]["message"]
 
 
@@ -127,13 +128,14 @@ def test_related_before_any_model_is_503(client: FlaskClient) -> None:
 def test_feed_leaves_out_what_was_read_and_its_copies(
     client: FlaskClient, corpus: list[dict[str, Any]]
 ) -> None:
-    cold = client.get("/api/v1/users/new-reader/feed?k=5").get_json()
+    cold = client.get("/api/v1/users/new-reader/feed?k=5", headers=AUTH).get_json()
     assert cold["user"] == "new-reader" and len(cold["items"]) == 5  # fresh articles
     client.post("/api/v1/articles", json=repost(corpus[2], "copy"), headers=AUTH)
     read = [corpus[2]["id"], corpus[3]["id"]]
-    events = [{"article": a, "at": "2024-05-01T08:00:00+08:00"} for a in read]
+    at = (datetime.now(UTC) - timedelta(days=30)).isoformat()
+    events = [{"article": a, "at": at} for a in read]
     assert client.post("/api/v1/users/r1/events", json=events, headers=AUTH).status_code == 200
-    feed = client.get("/api/v1/users/r1/feed?k=20").get_json()
+    feed = client.get("/api/v1/users/r1/feed?k=20", headers=AUTH).get_json()
     shown = {i["id"] for i in feed["items"]}
     assert feed["items"] and not shown & {*read, "copy"}
-    assert_error(client.get("/api/v1/users/r1/feed?k=1000"), 422, "invalid_request")
+    assert_error(client.get("/api/v1/users/r1/feed?k=1000", headers=AUTH), 422, "invalid_request")
