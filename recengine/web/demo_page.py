@@ -23,6 +23,7 @@ from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
+from recengine.config import Settings
 from recengine.errors import ModelMissing, NotFound
 from recengine.recommend.duplicates import DuplicatesOf, clusters, duplicates_of
 from recengine.storage.articles import get_article, latest_articles, titles_of
@@ -91,10 +92,17 @@ def demo() -> ResponseReturnValue:
         latest=latest,
         widget_k=WIDGET_K,
         example_site=current_app.config.get(EXAMPLE_SITE),
+        open_writes=open_writes(services().settings),
     )
     if query.article and article is None:
         return page, status_of(NotFound)
     return page
+
+
+def open_writes(settings: Settings) -> bool:
+    """Writes need no key here (``allow_open_writes`` with no key configured: the demo): the
+    editor view then works without one (any key sent would be refused)."""
+    return settings.allow_open_writes and not settings.api_key
 
 
 def opening(current: Session, chosen: str) -> str | None:

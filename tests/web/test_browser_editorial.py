@@ -9,6 +9,7 @@ endpoint, and they reach the daily counters in SQL. Nothing is mocked.
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -35,10 +36,12 @@ from recengine.web import create_app
 from tests.neardup_helpers import corpus
 from tests.web.conftest import AUTH, KEY
 from tests.web.livesupport import live_server
+from tests.web.serving import served
 from tests.web.test_browser import TIMEOUT_MS, Console, browser, settle
 
 __all__ = ["browser"]  # the module-scoped Chromium of test_browser, shared as a fixture
 
+SHOTS = os.environ.get("RECENGINE_SCREENSHOTS")  # a folder: the tests save what they saw there
 XSS_REASON = '<img src=x onerror="window.__xss=1"></span><script>window.__xss=2</script>'
 
 
@@ -105,6 +108,12 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) ->
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
+
+
+def shoot(page: Page, name: str) -> None:
+    """A full-page screenshot in ``RECENGINE_SCREENSHOTS``, when set (to look at the pages)."""
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
 
 
 def ready(page: Page) -> None:
@@ -229,3 +238,27 @@ def test_impressions_and_clicks_from_a_real_page_reach_the_counters(
     wait_for(lambda: counters(site.factory, article)[("default", 1)][1] == 1, "the click")
     assert console.page_errors == []
     page.close()
+
+
+def test_the_editor_works_in_the_demo_as_scripts_demo_starts_it(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """``recengine demo`` (what ``scripts/demo`` runs) serves with open writes and no key:
+    the editor's buttons work there without one, and store what they say."""
+    env = {"RECENGINE_DATA_DIR": str(tmp_path / "demo"), "RECENGINE_API_KEY": ""}
+    env["RECENGINE_DATABASE_URL"] = ""
+    with served(["demo", "--limit", "150", "--port", "0"], env, timeout=600) as demo:
+        console = Console()
+        page = console.watch(browser.new_page())
+        page.goto(demo.url)
+        ready(page)
+        assert page.locator("#editor-key").count() == 0  # no key to type: none would do
+        before = related_ids(page)
+        assert len(before) >= 3
+        click_and_wait(page, f"#editor-related > li[data-id='{before[2]}'] button[data-kind=pin]")
+        assert related_ids(page)[0] == before[2]
+        stored = page.locator("#editor-overrides .override-text").all_inner_texts()
+        assert len(stored) == 1 and "置顶" in stored[0]
+        shoot(page, "editor-demo-open-writes")
+        assert console.errors == [] and console.page_errors == []
+        page.close()

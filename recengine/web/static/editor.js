@@ -4,8 +4,10 @@
  * list ("same article", "pin", "block") store overrides through /api/v1/overrides; the lists
  * are then read again, so the editor sees what readers will see. The API key is entered once
  * and kept in this script's memory only (never in storage, a cookie or the URL): a reload
- * forgets it. Every text is set with textContent; no inline script or handler (the page's CSP
- * allows only this origin's scripts).
+ * forgets it. On a server that takes writes without a key (allow_open_writes and no key: the
+ * demo, data-editor-open="true") there is no key to enter and the buttons work at once. Every
+ * text is set with textContent; no inline script or handler (the page's CSP allows only this
+ * origin's scripts).
  */
 (function () {
   "use strict";
@@ -16,6 +18,7 @@
   }
   var article = root.getAttribute("data-editor-article");
   var key = null; // page memory only
+  var open = root.getAttribute("data-editor-open") === "true"; // writes need no key here
   var status = root.querySelector("#editor-status");
   var related = root.querySelector("#editor-related");
   var overrides = root.querySelector("#editor-overrides");
@@ -59,7 +62,7 @@
     b.textContent = label;
     b.setAttribute("data-kind", kind);
     b.setAttribute("data-other", other);
-    b.disabled = key === null;
+    b.disabled = !allowed();
     return b;
   }
 
@@ -119,8 +122,12 @@
     return o.active ? text : text + "（涉及已删除的文章：保留，暂不生效）";
   }
 
+  function allowed() {
+    return open || key !== null;
+  }
+
   function showOverrides() {
-    if (key === null) {
+    if (!allowed()) {
       return Promise.resolve();
     }
     return call("GET", "overrides?article=" + encodeURIComponent(article)).then(function (body) {
@@ -169,7 +176,7 @@
 
   root.addEventListener("click", function (e) {
     var target = e.target;
-    if (!target || target.tagName !== "BUTTON" || key === null) {
+    if (!target || target.tagName !== "BUTTON" || !allowed()) {
       return;
     }
     if (target.classList.contains("editor-action")) {
@@ -190,6 +197,9 @@
   root.querySelector("#editor-key-form").addEventListener("submit", function (e) {
     e.preventDefault();
     var field = root.querySelector("#editor-key");
+    if (!field) {
+      return; // no key here (open writes)
+    }
     key = field.value || null;
     field.value = ""; // kept in this script's memory only
     enable(key !== null);
