@@ -72,8 +72,9 @@ def list_command(
 ) -> None:
     """Print {"overrides": [...], "next_after": id or null}, as the HTTP API does.
 
-    Each override: id, kind, article, other, position, reason, by, at, active (false when it
-    names a deleted article: kept, in force again if the article is stored again), deleted.
+    Each override: id, kind, article, other, article_title, other_title, position, reason, by,
+    at, active (false when it names a deleted article: kept, in force again if the article is
+    stored again), deleted.
     Pages: pass next_after as --cursor (?after= over HTTP) for the next one.
     """
     from recengine.storage.db import transaction

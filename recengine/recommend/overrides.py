@@ -296,6 +296,8 @@ def as_dict(row: OverrideRow) -> dict[str, Any]:
         "kind": row.kind,
         "article": row.article,
         "other": row.other,
+        "article_title": row.article_title,
+        "other_title": row.other_title,
         "position": row.position,
         "reason": row.reason,
         "by": row.created_by,

@@ -58,6 +58,8 @@ class OverrideRow:
     other: str | None = None
     article_deleted: bool = False
     other_deleted: bool = False
+    article_title: str = ""
+    other_title: str | None = None
 
 
 @dataclass(frozen=True)
@@ -218,7 +220,7 @@ def list_overrides(
     after_id: int = 0,
     limit: int = 1_000,
 ) -> list[OverrideRow]:
-    """Overrides by id, with their articles' caller ids and deletion state.
+    """Overrides by id, with their articles' caller ids, titles and deletion state.
 
     Args:
         kinds: of these kinds only.
@@ -234,6 +236,8 @@ def list_overrides(
             first.deleted_at,
             second.external_id.label("other_external"),
             second.deleted_at.label("other_deleted_at"),
+            first.title,
+            second.title.label("other_title"),
         )
         .join(first, first.id == Override.article_id)
         .outerjoin(second, second.id == Override.other_id)
@@ -246,7 +250,8 @@ def list_overrides(
     if ids is not None:
         query = query.where(Override.id.in_(list(ids)))
     out = []
-    for o, external, deleted_at, other_external, other_deleted_at in session.execute(query):
+    for row in session.execute(query):
+        o, external, deleted_at, other_external, other_deleted_at, title, other_title = row
         out.append(
             OverrideRow(
                 o.id,
@@ -261,6 +266,8 @@ def list_overrides(
                 other_external,
                 deleted_at is not None,
                 other_deleted_at is not None,
+                title,
+                other_title,
             )
         )
     return out

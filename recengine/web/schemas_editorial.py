@@ -94,6 +94,8 @@ class OverrideOut(_Out):
     kind: OverrideKind
     article: str
     other: str | None
+    article_title: str = Field(description="The article's title (editors read titles, not ids).")
+    other_title: str | None = Field(description="The other article's title (None: no other).")
     position: int | None
     reason: str
     by: str

@@ -111,9 +111,9 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) ->
 
 
 def shoot(page: Page, name: str) -> None:
-    """A full-page screenshot in ``RECENGINE_SCREENSHOTS``, when set (to look at the pages)."""
+    """A screenshot of the editor view in ``RECENGINE_SCREENSHOTS``, when set (to look at it)."""
     if SHOTS:
-        page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
+        page.locator("section.editor").screenshot(path=str(Path(SHOTS) / f"{name}.png"))
 
 
 def ready(page: Page) -> None:
@@ -181,9 +181,17 @@ def test_editor_buttons_store_overrides_and_the_lists_change(
     assert hrefs and not any(h.endswith("=" + quote(blocked, safe="-_.!~*'()")) for h in hrefs)
 
     texts = page.locator("#editor-overrides .override-text").all_inner_texts()
-    assert len(texts) == 4 and all(XSS_REASON in t for t in texts)  # the reason, as text
+    assert len(texts) == 4
+    # the reason, as text, with its own decision only: the field is emptied once it is saved
+    assert [XSS_REASON in t for t in texts] == [True, False, False, False]
+    assert page.locator("#editor-reason").input_value() == ""
     assert page.locator("#editor-overrides img, #editor-overrides script").count() == 0
     assert page.evaluate("() => window.__xss === undefined")
+    title = {r["id"]: r["title"] for r in site.bases + site.reposts}
+    pin_text = next(t for t in texts if t.startswith("置顶"))
+    assert f"《{title[base]}》 · 《{title[pinned]}》" in pin_text  # by title, not by id
+    assert pinned not in pin_text and base not in pin_text
+    shoot(page, "editor-overrides-by-title")
 
     click_and_wait(page, "#editor-overrides button.editor-remove")  # the not_duplicate
     assert copy in {
@@ -202,7 +210,34 @@ def test_a_wrong_key_is_refused_and_not_kept(browser: Browser, site: Editorial) 
     page.fill("#editor-key", "not-the-key")
     page.locator("#editor-key-form button[type=submit]").click()
     page.wait_for_selector("#editor-status.failed", timeout=TIMEOUT_MS)
+    assert page.locator("#editor-status").inner_text() == "API 密钥不对，没有保存。"
     assert page.locator("button.editor-action").first.is_disabled()
+    assert console.page_errors == []
+    page.close()
+
+
+def test_errors_are_said_in_the_pages_language(browser: Browser, site: Editorial) -> None:
+    """The page is Chinese: so are its errors (the server's own message is the tooltip)."""
+    console = Console()
+    page = console.watch(browser.new_page())
+    page.goto(f"{site.api}/?article={site.bases[6]['id']}")
+    ready(page)
+    page.fill("#editor-key", KEY)
+    page.locator("#editor-key-form button[type=submit]").click()
+    page.wait_for_function(
+        "() => document.getElementById('editor-status').textContent.includes('密钥只保存')",
+        timeout=TIMEOUT_MS,
+    )
+    page.fill("#editor-by", "")
+    page.fill("#editor-reason", "kept for the next try")
+    page.locator("#editor-related button[data-kind=pin]").first.click()
+    page.wait_for_selector("#editor-status.failed", timeout=TIMEOUT_MS)
+    status = page.locator("#editor-status")
+    assert status.inner_text() == "请填写编辑署名，没有保存。"
+    detail = status.get_attribute("title") or ""
+    assert detail.startswith("invalid_request: ") and "by" in detail  # the server's own words
+    assert page.locator("#editor-reason").input_value() == "kept for the next try"  # not saved
+    shoot(page, "editor-error-in-chinese")
     assert console.page_errors == []
     page.close()
 

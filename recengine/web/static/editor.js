@@ -30,6 +30,7 @@
   function say(text, failed) {
     status.textContent = text;
     status.className = failed ? "failed" : "";
+    status.title = "";
   }
 
   function call(method, path, body) {
@@ -48,11 +49,55 @@
       return response.json().then(function (data) {
         if (!response.ok) {
           var error = data && data.error ? data.error : { code: String(response.status), message: "" };
-          throw new Error(error.code + ": " + error.message);
+          throw failure(error.code, error.message);
         }
         return data;
+      }, function () {
+        throw failure(String(response.status), "the answer is not JSON");
       });
+    }, function (e) {
+      throw failure("network", String(e && e.message ? e.message : e));
     });
+  }
+
+  // The page is Chinese: every error is said in Chinese; the server's own (English) message
+  // stays available as the status's tooltip and in the console, for whoever debugs it.
+  var ERRORS = {
+    unauthorized: "需要 API 密钥：先在上面输入密钥。",
+    forbidden: "API 密钥不对，没有保存。",
+    writes_disabled: "这个服务器没有配置 API 密钥，不接受修改。",
+    not_found: "找不到这篇文章或这条人工干预（可能已被删除），没有保存。",
+    conflict: "和已有的人工干预相矛盾，没有保存：先撤销相关的干预。",
+    invalid_request: "输入有误，没有保存。",
+    invalid_json: "请求格式有误，没有保存。",
+    rate_limited: "操作太频繁，请稍后再试。",
+    overloaded: "服务器正忙，请稍后再试。",
+    timeout: "服务器处理超时，请稍后再试。",
+    unavailable: "服务暂时不可用，请稍后再试。",
+    model_missing: "还没有 IDF 模型：先运行 recengine reindex。",
+    network: "连不上服务器。"
+  };
+
+  function failure(code, message) {
+    var text = Object.prototype.hasOwnProperty.call(ERRORS, code) ? ERRORS[code] : "出错了（" + code + "）。";
+    if (code === "conflict" && /near-duplicate/.test(message)) {
+      text = "这篇文章是本文的重复稿，推荐里永远不会出现，所以不能置顶：没有保存。";
+    } else if (code === "invalid_request" && /\bby\b/.test(message)) {
+      text = "请填写编辑署名，没有保存。";
+    } else if (code === "invalid_request" && /\breason\b/.test(message)) {
+      text = "理由太长（最多 2000 字），没有保存。";
+    }
+    var error = new Error(text);
+    error.detail = code + ": " + message;
+    return error;
+  }
+
+  function sayFailure(e) {
+    say(String(e && e.message ? e.message : e), true);
+    status.title = e && e.detail ? e.detail : "";
+    if (e && e.detail && typeof console !== "undefined") {
+      console.warn("recengine editor: " + e.detail);
+    }
   }
 
   function button(label, kind, other) {
@@ -116,9 +161,14 @@
     return Object.prototype.hasOwnProperty.call(KINDS, kind) ? KINDS[kind] : String(kind);
   }
 
+  function titled(id, title) {
+    return title ? "《" + title + "》" : id; // editors know articles by their titles
+  }
+
   function describe(o) {
-    var text = kindName(o.kind) + " " + o.article + (o.other ? " · " + o.other : "");
-    text += " — " + o.by + (o.reason ? "：" + o.reason : "");
+    var text = kindName(o.kind) + "：" + titled(o.article, o.article_title);
+    text += o.other ? " · " + titled(o.other, o.other_title) : "";
+    text += " — " + o.by + (o.reason ? "，理由：" + o.reason : "");
     return o.active ? text : text + "（涉及已删除的文章：保留，暂不生效）";
   }
 
@@ -138,6 +188,7 @@
         var text = document.createElement("span");
         text.className = "override-text";
         text.textContent = describe(o);
+        text.title = "ID " + o.article + (o.other ? " · " + o.other : "");
         li.appendChild(text);
         var remove = document.createElement("button");
         remove.type = "button";
@@ -171,7 +222,7 @@
     root.setAttribute("data-editor-state", "busy");
     promise
       .then(function () { say(done, false); return refresh(true); })
-      .catch(function (e) { say(String(e.message || e), true); root.setAttribute("data-editor-state", "ready"); });
+      .catch(function (e) { sayFailure(e); root.setAttribute("data-editor-state", "ready"); });
   }
 
   root.addEventListener("click", function (e) {
@@ -181,14 +232,17 @@
     }
     if (target.classList.contains("editor-action")) {
       var kind = target.getAttribute("data-kind");
+      var reason = root.querySelector("#editor-reason");
       var body = {
         kind: kind,
         article: article,
         other: target.getAttribute("data-other"),
-        reason: root.querySelector("#editor-reason").value,
+        reason: reason.value,
         by: root.querySelector("#editor-by").value
       };
-      act(call("POST", "overrides", body), kindName(kind) + "：已保存");
+      // A reason belongs to one decision: once saved, the field is emptied for the next one.
+      act(call("POST", "overrides", body).then(function () { reason.value = ""; }),
+          kindName(kind) + "：已保存" + (body.reason ? "（理由已记下）" : ""));
     } else if (target.classList.contains("editor-remove")) {
       act(call("DELETE", "overrides/" + target.getAttribute("data-override")), "已撤销");
     }
@@ -211,7 +265,7 @@
       .catch(function (err) {
         key = null; // a wrong key is not kept
         enable(false);
-        say(String(err.message || err), true);
+        sayFailure(err);
       });
   });
 
@@ -221,5 +275,5 @@
     });
   }
 
-  refresh(false).catch(function (e) { say(String(e.message || e), true); });
+  refresh(false).catch(sayFailure);
 })();
