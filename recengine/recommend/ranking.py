@@ -83,6 +83,12 @@ class Variants:
         return cls(settings.experiment)
 
     @property
+    def splits(self) -> bool:
+        """Whether lists differ by split key (an experiment with two variants or more): only
+        then do clients need to send one."""
+        return len(self.rankings) > 1
+
+    @property
     def names(self) -> tuple[str, ...]:
         return tuple(r.name for r in self.rankings)
 

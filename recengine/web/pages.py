@@ -11,14 +11,27 @@ from spectree import SpecTree
 from recengine.errors import NotFound
 from recengine.web import demo_page
 from recengine.web.routing import Router
+from recengine.web.services import services
 
 SPEC = "recengine.spec"
 WIDGET_MAX_AGE = 300
 
 
+SPLIT_LINE = b"var SPLIT = true; /* recengine:split */"
+
+
 def widget() -> ResponseReturnValue:
-    """The embeddable related-articles widget (JavaScript, no dependencies)."""
+    """The embeddable related-articles widget (JavaScript, no dependencies).
+
+    It says whether an A/B test of related lists runs here: only then do its list requests
+    carry a reader or session id (otherwise every reader of a page asks for the same URL, and
+    a shared cache answers them all). The script is cacheable for ``WIDGET_MAX_AGE``: a test
+    started or stopped reaches the widgets within that time (a list asked for without an id
+    meanwhile gets the control variant).
+    """
     script = Path(current_app.static_folder or "", "widget.js").read_bytes()
+    if not services().variants.splits:
+        script = script.replace(SPLIT_LINE, SPLIT_LINE.replace(b"true", b"false"))
     response = current_app.response_class(script, mimetype="text/javascript")
     response.cache_control.public = True
     response.cache_control.max_age = WIDGET_MAX_AGE

@@ -14,6 +14,7 @@
  *   data-recengine-api="https://..."     API origin (default: where this script was loaded from)
  *   data-recengine-reader="R"            the site's own reader id, if it has one: an A/B test
  *                                        then gives this reader the same variant everywhere
+ *                                        (sent only while a test runs)
  *   data-recengine-feedback="off"        send no impressions or clicks
  *
  * Feedback: when at least half of the list has been on screen (IntersectionObserver), one
@@ -22,6 +23,9 @@
  * with navigator.sendBeacon (queued by the browser: never delays the page or a navigation), as
  * text/plain (no CORS preflight), with no cookie. Without a reader id, the A/B split uses a
  * random id of this tab (sessionStorage, never sent anywhere else; a new tab, a new id).
+ * A split id (reader or tab) is sent only while an A/B test runs, as the server that served
+ * this file says (SPLIT below): otherwise every reader of a page asks for the same URL, and a
+ * shared cache (a CDN) answers them all.
  *
  * It renders <section class="recengine-related"><h2>..</h2><ul><li><a href>title</a></li></ul>:
  * plain links in a list, so keyboards, screen readers and reader modes work. Every text is set
@@ -48,6 +52,9 @@
   var SEEN_RATIO = 0.5;
   var tabId = null;
   var warned = {};
+  // Set by the server serving this file (GET /widget.js): whether an A/B test of related lists
+  // runs there. A copy served from elsewhere keeps true: it splits as a test needs, uncached.
+  var SPLIT = true; /* recengine:split */
 
   // One console warning per page and cause: a site owner sees why the list is missing.
   function warn(cause, message) {
@@ -208,6 +215,9 @@
   }
 
   function splitParams(el) {
+    if (!SPLIT) {
+      return "";
+    }
     var reader = el.getAttribute("data-recengine-reader");
     if (reader) {
       return "&reader=" + encodeURIComponent(reader);
