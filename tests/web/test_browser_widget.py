@@ -1,12 +1,16 @@
-"""The widget's requests, in a real headless Chromium.
+"""The widget's requests and warnings, in a real headless Chromium.
 
-A list request carries a split id (``reader=`` or ``session=``) only while an A/B test runs, as
-the served ``widget.js`` says: otherwise every reader of a page asks for the same URL and a
-shared cache (a CDN) answers them all.
+* A list request carries a split id (``reader=`` or ``session=``) only while an A/B test runs,
+  as the served ``widget.js`` says: otherwise every reader of a page asks for the same URL and
+  a shared cache (a CDN) answers them all.
+* An item the widget cannot link (no url, or not http(s), and no ``data-recengine-link``) is
+  left out with one console warning per list naming the ids.
 """
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +30,7 @@ from recengine.web import create_app
 from tests.factories import javaguide_records
 from tests.web.conftest import AUTH, KEY
 from tests.web.livesupport import live_server
-from tests.web.test_browser import browser, settle
+from tests.web.test_browser import Console, Warnings, browser, settle
 
 __all__ = ["browser"]  # the module-scoped Chromium of test_browser, shared as a fixture
 
@@ -125,4 +129,35 @@ def test_no_split_id_is_sent_while_no_ab_test_runs(browser: Browser, sites: Site
     page.goto(f"{sites.pages}/p/{article}?api={sites.tested}&link=/p/{{id}}&reader=r1")
     settle(page)
     assert "reader=r1" in asked[-1] and "session=" not in asked[-1]
+    page.close()
+
+
+def test_each_item_left_out_is_named_once_per_list(browser: Browser, sites: Sites) -> None:
+    """Some items have no url (and the page gives no data-recengine-link) or one that is not
+    http(s): the others are shown, and one warning per list names the ones left out."""
+    console, warnings = Console(), Warnings()
+    page = warnings.watch(console.watch(browser.new_page()))
+    lists = 0
+    for article in sites.ids[1:6]:
+        with urllib.request.urlopen(f"{sites.plain}/api/v1/articles/{article}/related?k=8") as r:
+            items = json.load(r)["items"]
+        left_out = [i["id"] for i in items if i["id"] not in sites.linked]
+        before = len(warnings.ours())
+        page.goto(f"{sites.pages}/p/{article}?api={sites.plain}")
+        settle(page)
+        shown = [a.get_attribute("href") or "" for a in page.locator("#slot a").all()]
+        assert len(shown) == len(items) - len(left_out)
+        assert all(h.startswith("https://blog.example.com/") for h in shown)
+        said = warnings.ours()[before:]
+        if not left_out:
+            assert said == []
+            continue
+        lists += 1
+        assert len(said) == 1, warnings.texts  # one per list
+        assert f"{len(left_out)} of {len(items)} related articles of {article} left out" in said[0]
+        assert "data-recengine-link" in said[0] and said[0].endswith(
+            f"(ids: {', '.join(left_out)})"
+        )
+    assert lists >= 2  # the corpus gives lists with some items left out
+    assert console.page_errors == []
     page.close()

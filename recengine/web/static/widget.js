@@ -37,9 +37,10 @@
  * Style it through the recengine-* class names.
  *
  * When it stays hidden because of how it is set up, it says why in the browser console, once
- * per page: the API does not allow this page's origin (web.cors_origins on the server), the API
- * wants a key for reads (web.public_reads), or the related articles have no url and the
- * placeholder has no data-recengine-link to build one.
+ * per page: the API does not allow this page's origin (web.cors_origins on the server), or the
+ * API wants a key for reads (web.public_reads). An item it cannot link (no url, or one that is
+ * not http(s), and no data-recengine-link to build one) is left out, with one warning per list
+ * naming the ids left out.
  */
 (function () {
   "use strict";
@@ -109,12 +110,26 @@
     el.removeAttribute("aria-busy");
   }
 
+  // Items it cannot link are left out, and said so once per list (a site owner sees which).
+  function warnUnlinked(el, dropped, total, template) {
+    if (!dropped.length || typeof console === "undefined" || !console.warn) {
+      return;
+    }
+    console.warn(
+      "recengine widget: " + dropped.length + " of " + total + " related articles of " +
+        el.getAttribute("data-recengine-article") + " left out: no url, or one that is not " +
+        "http(s)" + (template ? " (the data-recengine-link template gave none either)" :
+        ', and the placeholder has no data-recengine-link (e.g. data-recengine-link="/post/{id}")') +
+        " (ids: " + dropped.join(", ") + ")"
+    );
+  }
+
   function render(el, body) {
     var items = body && Array.isArray(body.items) ? body.items : [];
     var slot = 0;
     var template = el.getAttribute("data-recengine-link");
     var list = document.createElement("ul");
-    var unlinked = 0;
+    var dropped = [];
     list.className = "recengine-list";
     items.forEach(function (item) {
       if (!item || typeof item.id !== "string" || typeof item.title !== "string") {
@@ -122,7 +137,7 @@
       }
       var href = hrefOf(item, template);
       if (href === null) {
-        unlinked += item.url ? 0 : 1;
+        dropped.push(item.id);
         return;
       }
       var link = document.createElement("a");
@@ -135,14 +150,8 @@
       entry.appendChild(link);
       list.appendChild(entry);
     });
+    warnUnlinked(el, dropped, items.length, template);
     if (!list.firstChild) {
-      if (unlinked > 0 && !template) {
-        warn(
-          "link",
-          unlinked + " related articles have no url and the placeholder has no " +
-            'data-recengine-link (e.g. data-recengine-link="/post/{id}"): nothing to link to'
-        );
-      }
       hide(el);
       return;
     }
