@@ -59,6 +59,11 @@ class Site:
     ids: list[str] = field(default_factory=list)
 
 
+# No favicon request: its 404 would be a console error, counted against the page (a test run
+# alone, before any other had the browser cache the 404, failed on it).
+NO_ICON = "<link rel='icon' href='data:,'>"
+
+
 def host_app() -> Flask:
     """A site that embeds the widget: ``/post/<id>?api=...`` is an article page with the tag."""
     app = Flask("host")
@@ -74,8 +79,8 @@ def host_app() -> Flask:
         floor = request.args.get("min_score")
         floor_attr = f" data-recengine-min-score='{escape(floor)}'" if floor is not None else ""
         return (
-            f"<!doctype html><html lang='en'><head><title>post {escape(article_id)}</title>"
-            f"</head><body><h1>post</h1>"
+            f"<!doctype html><html lang='en'><head>{NO_ICON}<title>post {escape(article_id)}"
+            f"</title></head><body><h1>post</h1>"
             f"<div id='slot' data-recengine-article='{escape(article_id)}' data-recengine-k='{k}'"
             f"{floor_attr} data-recengine-api='{escape(api)}'"
             f" data-recengine-link='/post/{{id}}?api={api}'>"
@@ -93,7 +98,7 @@ def host_app() -> Flask:
         if request.args.get("slots") == "2":
             slots.append(f"<div id='slot2' {slot}></div>")
         return (
-            "<!doctype html><html lang='en'><head><title>post</title></head><body>"
+            f"<!doctype html><html lang='en'><head>{NO_ICON}<title>post</title></head><body>"
             + "".join(slots)
             + f"<script src='{escape(request.args['api'])}/widget.js' defer></script></body></html>"
         )
