@@ -213,7 +213,7 @@ def test_widget_renders_the_related_links_of_the_api(browser: Browser, site: Sit
     page = console.watch(browser.new_page())
     page.goto(f"{site.host}/post/{article}?api={site.api}")
     settle(page)
-    assert page.locator("#slot h2.recengine-heading").inner_text() == "相关文章"
+    assert page.locator("#slot h2.recengine-heading").inner_text() == "Related articles"  # lang=en
     section = page.locator("#slot section.recengine-related")
     heading_id = page.locator("#slot h2").get_attribute("id")
     assert section.get_attribute("aria-labelledby") == heading_id

@@ -1,10 +1,12 @@
-"""The widget's requests and warnings, in a real headless Chromium.
+"""The widget's requests, warnings and heading, in a real headless Chromium.
 
 * A list request carries a split id (``reader=`` or ``session=``) only while an A/B test runs,
   as the served ``widget.js`` says: otherwise every reader of a page asks for the same URL and
   a shared cache (a CDN) answers them all.
 * An item the widget cannot link (no url, or not http(s), and no ``data-recengine-link``) is
   left out with one console warning per list naming the ids.
+* The heading follows the page's language (``lang``), unless the page names it; its level is
+  ``data-recengine-heading-level``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from recengine.web import create_app
 from tests.factories import javaguide_records
 from tests.web.conftest import AUTH, KEY
 from tests.web.livesupport import live_server
-from tests.web.test_browser import Console, Warnings, browser, settle
+from tests.web.test_browser import NO_ICON, Console, Warnings, browser, settle
 
 __all__ = ["browser"]  # the module-scoped Chromium of test_browser, shared as a fixture
 
@@ -56,7 +58,7 @@ def page_app() -> Flask:
         shown = " ".join(f"{k}='{escape(v)}'" for k, v in attributes.items())
         lang = escape(request.args.get("lang", "en"))
         return (
-            f"<!doctype html><html lang='{lang}'><head><title>p</title></head><body>"
+            f"<!doctype html><html lang='{lang}'><head>{NO_ICON}<title>p</title></head><body>"
             f"<div id='slot' {shown}></div>"
             f"<script src='{escape(request.args['api'])}/widget.js'></script></body></html>"
         )
@@ -160,4 +162,27 @@ def test_each_item_left_out_is_named_once_per_list(browser: Browser, sites: Site
         )
     assert lists >= 2  # the corpus gives lists with some items left out
     assert console.page_errors == []
+    page.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "tag", "text"),
+    [
+        ("lang=en", "h2", "Related articles"),
+        ("lang=en-GB&level=3", "h3", "Related articles"),
+        ("lang=zh-CN", "h2", "相关文章"),
+        ("lang=zh-Hant&level=4", "h4", "相关文章"),
+        ("lang=", "h2", "Related articles"),
+        ("lang=fr&heading=À lire aussi&level=9", "h2", "À lire aussi"),  # a bad level: h2
+    ],
+)
+def test_the_heading_follows_the_pages_language(
+    browser: Browser, sites: Sites, query: str, tag: str, text: str
+) -> None:
+    page = browser.new_page()
+    page.goto(f"{sites.pages}/p/{sites.ids[1]}?api={sites.plain}&link=/p/{{id}}&{query}")
+    settle(page)
+    heading = page.locator("#slot .recengine-heading")
+    assert heading.evaluate("e => e.tagName.toLowerCase()") == tag
+    assert heading.inner_text() == text
     page.close()

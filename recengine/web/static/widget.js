@@ -9,7 +9,9 @@
  *   data-recengine-k="5"                 how many links (default 5)
  *   data-recengine-min-score="0.1"       relevance floor, 0..1 (default: the server's
  *                                        related.min_score; fewer links rather than weak ones)
- *   data-recengine-heading="相关文章"      the heading text
+ *   data-recengine-heading="相关文章"      the heading text (default: 相关文章 on a page whose
+ *                                        lang is Chinese, zh*, else "Related articles")
+ *   data-recengine-heading-level="3"     the heading's level, 1..6 (default 2: an h2)
  *   data-recengine-link="/post/{id}"     link for articles stored without a URL ({id} is replaced)
  *   data-recengine-api="https://..."     API origin (default: where this script was loaded from)
  *   data-recengine-reader="R"            the site's own reader id, if it has one: an A/B test
@@ -27,7 +29,8 @@
  * this file says (SPLIT below): otherwise every reader of a page asks for the same URL, and a
  * shared cache (a CDN) answers them all.
  *
- * It renders <section class="recengine-related"><h2>..</h2><ul><li><a href>title</a></li></ul>:
+ * It renders <section class="recengine-related"><h2>..</h2><ul><li><a href>title</a></li></ul>
+ * (the heading in the language of the page, the placeholder's nearest lang attribute):
  * plain links in a list, so keyboards, screen readers and reader modes work. Every text is set
  * with textContent (never parsed as HTML) and only http(s) links are used (an article's url may
  * be absolute, "https://...", or a link on the embedding site, "/news/123", resolved against the
@@ -156,10 +159,8 @@
       return;
     }
     var id = "recengine-heading-" + ++seq;
-    var heading = document.createElement("h2");
-    heading.className = "recengine-heading";
+    var heading = headingOf(el);
     heading.id = id;
-    heading.textContent = el.getAttribute("data-recengine-heading") || "相关文章";
     var section = document.createElement("section");
     section.className = "recengine-related";
     section.setAttribute("aria-labelledby", id);
@@ -171,6 +172,17 @@
     el.removeAttribute("aria-busy");
     var variant = body && typeof body.variant === "string" ? body.variant : "default";
     watch(el, section, list, variant, slot);
+  }
+
+  function headingOf(el) {
+    var level = parseInt(el.getAttribute("data-recengine-heading-level") || "", 10);
+    var heading = document.createElement(level >= 1 && level <= 6 ? "h" + level : "h2");
+    var scope = el.closest ? el.closest("[lang]") : null;
+    var lang = scope ? scope.getAttribute("lang") : document.documentElement.lang;
+    heading.className = "recengine-heading";
+    heading.textContent = el.getAttribute("data-recengine-heading") ||
+      (/^zh\b/i.test(lang || "") ? "相关文章" : "Related articles");
+    return heading;
   }
 
   // -- feedback: impressions and clicks -------------------------------------------------
