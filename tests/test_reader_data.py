@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import insert, select
+from sqlalchemy import event, insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.cli import main
@@ -122,4 +122,16 @@ def test_expiry_deletes_in_short_batches_until_none_is_left(
     assert ReaderData(settings, factory).expire(now) == 4
     with factory() as session:
         assert len(session.scalars(select(ReaderEvent)).all()) == 2
-    assert ReaderData(settings, factory).expire(now) == 0
+    written: list[str] = []
+    engine = factory.kw["bind"]
+
+    def spy(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement.lstrip().upper().startswith(("UPDATE", "DELETE", "INSERT")):
+            written.append(statement)
+
+    event.listen(engine, "before_cursor_execute", spy)
+    try:
+        assert ReaderData(settings, factory).expire(now) == 0
+    finally:
+        event.remove(engine, "before_cursor_execute", spy)
+    assert written == []  # nothing expired: one look-up, no lock taken, nothing written

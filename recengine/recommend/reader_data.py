@@ -33,7 +33,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings
 from recengine.recommend.params import check_id
 from recengine.storage.db import transaction
-from recengine.storage.events import delete_events_before, delete_reader_events, events_of
+from recengine.storage.events import (
+    any_event_before,
+    delete_events_before,
+    delete_reader_events,
+    events_of,
+)
 from recengine.storage.state import lock_writers
 
 log = logging.getLogger(__name__)
@@ -104,12 +109,16 @@ class ReaderData:
 
     def expire(self, now: datetime | None = None) -> int:
         """Delete the events older than the retention, in batches of :data:`EXPIRE_BATCH`, one
-        transaction each; returns how many (0 when events are kept forever)."""
+        transaction each; returns how many (0 when events are kept forever). While none is
+        expired, it only reads (one indexed look-up): no write, no lock taken."""
         oldest = cutoff(self.settings, now)
         if oldest is None:
             return 0
         total = 0
         while True:
+            with self.factory() as session:
+                if not any_event_before(session=session, cutoff=oldest):
+                    return total
             with transaction(self.factory) as session:
                 lock_writers(session=session)
                 done = delete_events_before(session=session, cutoff=oldest, limit=EXPIRE_BATCH)

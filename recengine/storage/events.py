@@ -91,6 +91,12 @@ def delete_reader_events(*, session: Session, user_id: str) -> int:
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
+def any_event_before(*, session: Session, cutoff: datetime) -> bool:
+    """Whether any event is older than ``cutoff`` (one look-up in ``ix_reader_events_at``)."""
+    found = session.scalars(select(ReaderEvent.id).where(ReaderEvent.at < cutoff).limit(1))
+    return found.first() is not None
+
+
 def delete_events_before(*, session: Session, cutoff: datetime, limit: int) -> int:
     """Delete at most ``limit`` events older than ``cutoff`` (index ``ix_reader_events_at``);
     returns how many. Batches keep each transaction, and its lock, short."""
