@@ -23,8 +23,10 @@ from recengine.web.services import services, session
 def record(user: str) -> EventsRecorded:
     """Record that the reader read one article or several: all in one transaction, or none.
 
-    Reading an article twice at the same time counts once. Read articles, and every
-    near-duplicate of them, leave the reader's feed.
+    Each event is stored once (reader, article, time): sending it again, as a retried
+    request does, stores nothing more and gets the same answer. A time more than
+    ``events.max_future_seconds`` ahead, or older than ``events.retention_days``, is refused.
+    Read articles, and every near-duplicate of them, leave the reader's feed.
     """
     by_time: dict[datetime | None, list[str]] = {}
     for event in validated_body(EventsIn).events():
