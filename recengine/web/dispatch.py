@@ -1,11 +1,10 @@
-"""One complete request through gunicorn's parser and the WSGI app, on a worker thread.
+"""One parsed request through the WSGI app, on a worker thread.
 
-The front (:mod:`recengine.web.front`) has read the request's bytes; here gunicorn's own
-``RequestParser`` parses them (from memory: it never waits on a client), ``gunicorn.http.wsgi``
-builds the environ and the response, and the app runs. The response is collected in memory
-and handed back to the event loop, which writes it to the client within its deadline; a thread
-never touches a client's socket. gunicorn's parse errors (an invalid request line or header,
-a line or header over its limits) are answered with the JSON error body, not gunicorn's HTML.
+The front (:mod:`recengine.web.front`) has read the request's bytes and gunicorn's parser has
+parsed them on the event loop (:mod:`recengine.web.parsing`); here ``gunicorn.http.wsgi``
+builds the environ and the response from that parsed request, and the app runs. The response
+is collected in memory and handed back to the event loop, which writes it to the client within
+its deadline; a thread never touches a client's socket.
 """
 
 from __future__ import annotations
@@ -16,24 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from gunicorn.http import RequestParser, wsgi
-from gunicorn.http import errors as http_errors
+from gunicorn.http import wsgi
 
 from recengine.web.deadline import DEADLINE_KEY
 from recengine.web.front import CONTINUE, Head, error_response
 
 log = logging.getLogger(__name__)
-
-
-# gunicorn's parse errors -> (status, code); every other ParseException is a 400.
-PARSE_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
-    (http_errors.LimitRequestLine, 414, "uri_too_long"),
-    (http_errors.LimitRequestHeaders, 431, "headers_too_large"),
-    (http_errors.UnsupportedTransferCoding, 501, "not_implemented"),
-    (http_errors.ExpectationFailed, 417, "expectation_failed"),
-    (http_errors.ForbiddenProxyRequest, 403, "forbidden"),
-    (http_errors.ConfigurationProblem, 500, "internal"),
-)
 
 
 @dataclass(frozen=True)
@@ -67,27 +54,17 @@ class _Sink:
         return len(data)
 
 
-def parse_error(exc: Exception) -> tuple[bytes, str]:
-    """gunicorn's answer to a request it cannot parse, as the JSON error body, and its code."""
-    status, code = 400, "bad_request"
-    for cls, error_status, error_code in PARSE_ERRORS:
-        if isinstance(exc, cls):
-            status, code = error_status, error_code
-            break
-    return error_response(status, code, str(exc) or type(exc).__name__), code
-
-
 def serve(
     worker: Any,
     app: Callable[..., Any],
-    data: bytes,
+    request: Any,
     client: Any,
     server: Any,
     *,
     deadline: float,
     keep_alive: bool,
 ) -> Outcome:
-    """Run the request in ``data`` (head and body, complete) through ``app``.
+    """Run ``request`` (gunicorn's, parsed on the loop, its body complete) through ``app``.
 
     Args:
         worker: the gunicorn worker (its config, logger and request hooks).
@@ -96,15 +73,6 @@ def serve(
             keep-alive off).
     """
     cfg = worker.cfg
-    try:
-        request = next(RequestParser(cfg, [data], client))
-    except StopIteration:
-        return Outcome(b"", False)
-    except http_errors.ParseException as exc:
-        log.warning("invalid request from %s: %s", client, exc)
-        data, code = parse_error(exc)
-        worker.rejected(code)
-        return Outcome(data, False)
     sink = _Sink()
     response = None
     environ: dict[str, Any] = {}

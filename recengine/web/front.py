@@ -6,10 +6,10 @@ thread of a gunicorn gthread worker and nothing else is answered. Here the reque
 headers and body are read on the worker's event loop (a coroutine per connection, no thread),
 within ``header_timeout`` and ``body_timeout``, and only a complete request goes to a thread.
 
-This module only *frames* a request: it finds where the head ends (``CRLF CRLF``) and where
-the body ends (``Content-Length``, or the chunked encoding's last chunk), and refuses what
-cannot be framed safely. gunicorn's own parser then parses the bytes, as it would from the
-socket (:mod:`recengine.web.dispatch`), so header rules and limits are gunicorn's.
+This module only *reads*: the head up to its blank line (``CRLF CRLF``), then the body as
+gunicorn's parser framed it (:mod:`recengine.web.parsing`: ``Content-Length``, or the chunked
+encoding up to its last chunk and trailers). What a request is, is gunicorn's parser's word
+alone, for the answers of the loop and of the threads alike.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ import asyncio
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.utils import formatdate
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from recengine.web.errors import too_large_message
-from recengine.web.paths import ascii_target
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 REASONS = {
@@ -50,7 +50,6 @@ class Limits:
     header_timeout: float
     body_timeout: float
     keepalive: float
-    max_line: int
     max_head: int
     max_body: int
 
@@ -106,46 +105,39 @@ def response_bytes(
 
 def path_info(target: str) -> str:
     """The ``PATH_INFO`` gunicorn makes of a request target: its path, percent-decoded, read as
-    latin-1 (PEP 3333), for what is answered on the loop without gunicorn's parser."""
+    latin-1 (PEP 3333), for what is answered on the loop without gunicorn's WSGI environ."""
     path = target.split("?", 1)[0]
     return unquote_to_bytes(path).decode("latin-1") if "%" in path else path
 
 
-def request_headers(raw: bytes) -> dict[str, str]:
-    """The headers of a request head, by lower-case name (a repeated one joined with ``", "``,
-    as RFC 9110 5.3 allows), for what is answered on the loop without gunicorn's parser."""
-    found: dict[str, str] = {}
-    for line in raw.lstrip(b"\r\n").split(b"\r\n")[1:]:
-        name, sep, value = line.partition(b":")
-        if not sep:
-            continue
-        key = name.strip().lower().decode("latin-1")
-        text = value.strip().decode("latin-1")
-        found[key] = f"{found[key]}, {text}" if key in found else text
-    return found
-
-
 @dataclass(frozen=True)
 class Head:
-    """The request line and headers as sent, and what framing needs of them."""
+    """A request's line and headers as sent, and as gunicorn's parser read them
+    (:func:`recengine.web.parsing.parse_head`)."""
 
     raw: bytes
     method: str
-    path: str
-    version: str  # "HTTP/1.1" as sent ("" when the request line has none)
-    length: int
+    path: str  # the request target as sent
+    version: str  # "HTTP/1.1"
+    length: int  # of the body, when not chunked
     chunked: bool
     expect_continue: bool
+    headers: dict[str, str]  # by lower-case name; a repeated one joined with ", " (RFC 9110 5.3)
+    keep_alive: bool  # the client allows another request on the connection
+    request: Any = field(repr=False)  # gunicorn's parsed request, which the threads serve
+    feed: Any = field(repr=False)  # the bytes it reads its body from
 
 
-async def read_head(reader: asyncio.StreamReader, limits: Limits, *, first: bool) -> Head | None:
-    """The next request's head; None when the client closed or idled past keep-alive.
+async def read_head(reader: asyncio.StreamReader, limits: Limits, *, first: bool) -> bytes | None:
+    """The next request's line and headers, up to and with the blank line; None when the
+    client closed or idled past keep-alive.
 
     The first request of a connection has ``header_timeout`` from the connection; a later one
     waits up to ``keepalive`` for its first byte, then has ``header_timeout`` for the rest.
 
     Raises:
-        HttpError: 408 past the deadline, 414/431 over a limit, 400 when it cannot be framed.
+        HttpError: 408 past the deadline, 431 over ``max_head``, 400 when the client closed
+            inside it.
     """
     if not first:
         try:
@@ -167,45 +159,7 @@ async def read_head(reader: asyncio.StreamReader, limits: Limits, *, first: bool
         if exc.partial.strip() or start.strip():
             raise HttpError(400, "bad_request", "the request ended inside its headers") from None
         return None
-    return _frame(raw, limits)
-
-
-def _frame(raw: bytes, limits: Limits) -> Head:
-    line, _, rest = raw.lstrip(b"\r\n").partition(b"\r\n")
-    if len(line) > limits.max_line:
-        raise HttpError(414, "uri_too_long", f"request line over {limits.max_line} bytes")
-    parts = line.split(b" ")
-    if len(parts) > 1 and not parts[1].isascii():  # a URL typed by hand: ?categories=数据库
-        try:
-            parts[1] = ascii_target(parts[1])
-        except ValueError as exc:
-            raise HttpError(400, "bad_request", str(exc)) from None
-        raw = b" ".join(parts) + b"\r\n" + rest
-    method = parts[0].decode("latin-1")
-    path = parts[1].decode("latin-1") if len(parts) > 1 else ""
-    version = parts[2].decode("latin-1") if len(parts) > 2 else ""
-    lengths: set[bytes] = set()
-    codings: list[bytes] = []
-    expect = False
-    for header in rest.split(b"\r\n"):
-        name, _, value = header.partition(b":")
-        name, value = name.strip().lower(), value.strip()
-        if name == b"content-length":
-            lengths.add(value)
-        elif name == b"transfer-encoding":
-            codings += [c.strip().lower() for c in value.split(b",")]
-        elif name == b"expect":
-            expect = value.lower() == b"100-continue"
-    if codings and lengths:
-        raise HttpError(400, "bad_request", "both Content-Length and Transfer-Encoding")
-    if len(lengths) > 1 or not all(v.isdigit() for v in lengths):
-        raise HttpError(400, "bad_request", "invalid Content-Length")
-    if codings and codings[-1] != b"chunked":
-        raise HttpError(501, "not_implemented", "only the chunked transfer coding is supported")
-    length = int(lengths.pop()) if lengths else 0
-    if length > limits.max_body:
-        raise HttpError(413, "too_large", too_large_message(limits.max_body))
-    return Head(raw, method, path, version, length, bool(codings), expect)
+    return raw
 
 
 async def read_body(

@@ -1,12 +1,14 @@
-"""Cache hits answered on the worker's event loop: no thread, no parser, no Flask, no SQL.
+"""Cache hits answered on the worker's event loop: no thread, no Flask, no SQL.
 
 A widget's reads are mostly the same popular lists, and a stored answer costs microseconds to
-send; on a thread it costs the hand-off to the pool and back, gunicorn's parser, the WSGI
-environ and response, the middleware and the freshness check: 604 us of server CPU per cached
-list against 225 us here (measured, ``BENCHMARKS.md``, issue 17). Here the worker (``web.worker``)
-hands every complete request to :func:`hit_answerer`'s coroutine first, which sends the stored
-answer when all of this holds, and otherwise leaves the request to a thread, where the app
-checks, computes or reads it as always:
+send; on a thread it costs the hand-off to the pool and back, the WSGI environ and response,
+the middleware and the freshness check: 604 us of server CPU per cached list against 225 us
+here (measured, ``BENCHMARKS.md``, issue 17). Here the worker (``web.worker``) hands every
+complete request, as gunicorn's parser read it (:mod:`recengine.web.parsing`: one parser for
+every path, so a head a thread would refuse is refused before it gets here), to
+:func:`hit_answerer`'s coroutine first, which sends the stored answer when all of this holds,
+and otherwise leaves the request to a thread, where the app checks, computes or reads it as
+always:
 
 * ``GET`` or ``HEAD`` in HTTP/1.1, no body, an origin-form target (``/...``) of a cacheable
   route (``web.answers.ROUTES``: related lists, duplicate clusters);
@@ -31,7 +33,7 @@ from typing import Any
 
 from recengine.web.answers import CachedReads, operation, reply
 from recengine.web.dispatch import Answerer, Outcome
-from recengine.web.front import Head, path_info, request_headers, response_bytes
+from recengine.web.front import Head, path_info, response_bytes
 
 
 def hit_answerer(app: Any) -> Answerer | None:
@@ -58,12 +60,12 @@ def answer_hit(reads: CachedReads, head: Head, keep_alive: bool) -> Outcome | No
     if op is None:
         return None
     started = time.perf_counter()
-    headers = request_headers(head.raw)
+    headers = head.headers
     stored = reads.stored_now(op, (target, headers.get("origin", "")), headers.get("authorization"))
     if stored is None:
         return None
     status, fields, body = reply(stored, head.method, headers.get("if-none-match"))
-    keep = keep_alive and "close" not in headers.get("connection", "").lower()
+    keep = keep_alive and head.keep_alive
     data = response_bytes(status, fields, body, keep_alive=keep)
     reads.observe(op, head.method, status, started, "hit")
     return Outcome(data, keep, cache="hit")

@@ -28,7 +28,7 @@ from typing import Any
 from gunicorn import glogging
 
 from recengine.web.dispatch import Outcome
-from recengine.web.front import Head, path_info, request_headers
+from recengine.web.front import Head, path_info
 
 CACHE_KEY = "recengine.cache"  # environ: what the answer cache did for this request
 _OURS = "_recengine"
@@ -128,7 +128,7 @@ class _Message:
 def loop_access(head: Head, outcome: Outcome, client: Any) -> tuple[Any, Any, dict[str, Any]]:
     """``(request, response, environ)`` for ``Logger.access`` of a request the worker's loop
     answered itself (``web.hits``, ``web.feedback``), read back from its head and bytes."""
-    headers = request_headers(head.raw)
+    headers = head.headers
     top, _, body = outcome.data.partition(b"\r\n\r\n")
     lines = top.decode("latin-1").split("\r\n")
     status = lines[0].split(" ", 1)[1] if " " in lines[0] else lines[0]

@@ -58,6 +58,7 @@ from recengine.web.dispatch import Outcome
 from recengine.web.feedback import beacon_answerer
 from recengine.web.front import (
     MAX_HEAD_BYTES,
+    Head,
     HttpError,
     Limits,
     error_response,
@@ -67,6 +68,7 @@ from recengine.web.front import (
 from recengine.web.health import HEALTH_PATH
 from recengine.web.hits import hit_answerer
 from recengine.web.logs import access_wanted, loop_access
+from recengine.web.parsing import ParserConfig, parse_head, take_body
 from recengine.web.services import services_of
 from recengine.web.slots import Slots
 
@@ -148,12 +150,10 @@ class Worker(base.Worker):  # type: ignore[misc]
             found.listen_for_changes()  # after the fork: the thread and connection are ours
         web = settings.web
         limit_native_threads(web.native_threads)
-        line = self.cfg.limit_request_line or MAX_HEAD_BYTES
         self.limits = Limits(
             header_timeout=web.header_timeout_seconds,
             body_timeout=web.body_timeout_seconds,
             keepalive=float(self.cfg.keepalive),
-            max_line=line,
             max_head=MAX_HEAD_BYTES,
             max_body=web.max_body_bytes,
         )
@@ -168,6 +168,7 @@ class Worker(base.Worker):  # type: ignore[misc]
         found_answerers = (hit_answerer(self.wsgi), beacon_answerer(self.wsgi))
         self.answerers = [answerer for answerer in found_answerers if answerer is not None]
         self.access_wanted = access_wanted(self.cfg, self.log)
+        self.parser_cfg = ParserConfig(self.cfg)
         self.pool = _Pool(self.cfg.threads)
         self.connections = 0
         self.parked = 0  # connections whose request an answerer of the loop holds
@@ -293,11 +294,14 @@ class Worker(base.Worker):  # type: ignore[misc]
         while self.alive or first:
             self.idle.add(task)
             try:
-                head = await read_head(reader, self.limits, first=first)
+                raw = await read_head(reader, self.limits, first=first)
                 self.idle.discard(task)
-                if head is None:
+                if raw is None:
                     return
-                data = head.raw + await read_body(reader, writer, head, self.limits)
+                head = parse_head(self.parser_cfg, raw, client, self.limits)
+                body = await read_body(reader, writer, head, self.limits)
+                take_body(head, body, client)
+                data = raw + body
             except HttpError as exc:
                 self.rejected(exc.code)
                 await self._send(writer, exc.response())
@@ -310,7 +314,7 @@ class Worker(base.Worker):  # type: ignore[misc]
             if outcome is not None:
                 self._log_access(head, outcome, client, started)
             else:
-                outcome = await self._dispatch(head.path, data, client, server)
+                outcome = await self._dispatch(head, client, server)
             await self._send(writer, outcome.data)
             if not outcome.keep_alive:
                 return
@@ -351,7 +355,8 @@ class Worker(base.Worker):  # type: ignore[misc]
 
     # -- requests ------------------------------------------------------------------------
 
-    async def _dispatch(self, path: str, data: bytes, client: Any, server: Any) -> Outcome:
+    async def _dispatch(self, head: Head, client: Any, server: Any) -> Outcome:
+        path = head.path
         health = path.split("?", 1)[0].startswith(HEALTH_PATH)  # and any health sub-path
         if not await self.slots.acquire(priority=health):
             self.rejected("overloaded")
@@ -364,7 +369,13 @@ class Worker(base.Worker):  # type: ignore[misc]
 
         def job() -> Outcome:
             return dispatch.serve(
-                self, self.wsgi, data, client, server, deadline=deadline, keep_alive=keep_alive
+                self,
+                self.wsgi,
+                head.request,
+                client,
+                server,
+                deadline=deadline,
+                keep_alive=keep_alive,
             )
 
         future = asyncio.wrap_future(self.pool.submit(job))

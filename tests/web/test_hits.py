@@ -9,6 +9,7 @@ beyond the test (``index.sync_interval_s``), so no check falls due and the loop 
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -143,3 +144,74 @@ def test_on_sqlite_the_loop_answers_hits_and_a_commit_elsewhere_is_in_the_next_a
         Ingester(make_session_factory(engine), featurizer).delete([gone])  # this process
         after = call(server.url, "GET", path)
         assert after.status == 200 and gone not in [item["id"] for item in after.json()["items"]]
+
+
+# Heads gunicorn's parser refuses, and two it takes: each sent to a stored list (which the
+# loop would answer) and to one not stored (which a thread computes); ``{t}`` is the target.
+SHAPES: dict[str, bytes] = {
+    "duplicate Content-Length": b"GET {t} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+    b"Content-Length: 0\r\n\r\n",
+    "Content-Length with Transfer-Encoding": b"GET {t} HTTP/1.1\r\nHost: x\r\n"
+    b"Content-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    "obs-fold continuation line": b"GET {t} HTTP/1.1\r\nHost: x\r\nX-A: b\r\n c\r\n\r\n",
+    "space before the colon": b"GET {t} HTTP/1.1\r\nHost : x\r\n\r\n",
+    "bare LF in a value": b"GET {t} HTTP/1.1\r\nHost: x\r\nX-A: b\nX-B: c\r\n\r\n",
+    "NUL in a value": b"GET {t} HTTP/1.1\r\nHost: x\r\nX-A: b\x00c\r\n\r\n",
+    "control character in a value": b"GET {t} HTTP/1.1\r\nHost: x\r\nX-A: b\x01c\r\n\r\n",
+    "DEL in a value": b"GET {t} HTTP/1.1\r\nHost: x\r\nX-A: b\x7fc\r\n\r\n",
+    "header name not a token": b"GET {t} HTTP/1.1\r\nHost: x\r\nX(A): b\r\n\r\n",
+    "non-ASCII header name": b"GET {t} HTTP/1.1\r\nHost: x\r\nX-\xe4: b\r\n\r\n",
+    "underscore in a header name": b"GET {t} HTTP/1.1\r\nHost: x\r\nX_A: b\r\n\r\n",
+    "line without a colon": b"GET {t} HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n",
+    "empty header name": b"GET {t} HTTP/1.1\r\nHost: x\r\n: b\r\n\r\n",
+    "duplicate Host": b"GET {t} HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n",
+    "unknown expectation": b"GET {t} HTTP/1.1\r\nHost: x\r\nExpect: fly\r\n\r\n",
+    "header over 8190 bytes": b"GET {t} HTTP/1.1\r\nHost: x\r\nX-A: " + b"b" * 9000 + b"\r\n\r\n",
+    "over 100 headers": b"GET {t} HTTP/1.1\r\nHost: x\r\n" + b"X-A: b\r\n" * 120 + b"\r\n",
+    "two empty lines first": b"\r\n\r\nGET {t} HTTP/1.1\r\nHost: x\r\n\r\n",
+    "extra word in the request line": b"GET {t} HTTP/1.1 x\r\nHost: x\r\n\r\n",
+    "HTTP/1.0 with Transfer-Encoding": b"GET {t} HTTP/1.0\r\nHost: x\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    "absolute-form target": b"GET http://x{t} HTTP/1.1\r\nHost: x\r\n\r\n",
+    "Content-Length 00": b"GET {t} HTTP/1.1\r\nHost: x\r\nContent-Length: 00\r\n\r\n",
+}
+# gunicorn drops a header with "_" in its name (header_map = "drop": it cannot be told from
+# its "-" twin in the WSGI environ) and serves the request
+TAKEN = {"absolute-form target", "Content-Length 00", "underscore in a header name"}
+
+
+def raw_status(base: str, data: bytes) -> int:
+    """The status of raw bytes sent on a new connection (``Connection: close`` added before
+    their first ``Host``)."""
+    with connect(base) as sock:
+        sock.sendall(data.replace(b"\r\nHost", b"\r\nConnection: close\r\nHost", 1))
+        sock.shutdown(socket.SHUT_WR)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    return int(received.split(b" ", 2)[1])
+
+
+def test_the_loop_and_the_threads_refuse_the_same_malformed_heads(
+    settings: Settings, engine: Engine, featurizer: Featurizer, data_dir: Path
+) -> None:
+    """One parser decides what a request is: a head a thread refuses is refused when its
+    answer is stored too (behind a proxy, two parsers that disagree are a smuggling risk)."""
+    path = indexed_path(engine, featurizer, data_dir)
+    env = server_env(
+        settings, RECENGINE_INDEX__SYNC_INTERVAL_S="3600", RECENGINE_INDEX__LISTEN="false"
+    )
+    with served(serve_args(workers=1, threads=2), env) as server:
+        assert call(server.url, "GET", path).status == 200  # stored
+        found: dict[str, tuple[int, int]] = {}
+        for n, (name, shape) in enumerate(SHAPES.items()):
+            stored = raw_status(server.url, shape.replace(b"{t}", path.encode()))
+            fresh = f"{path}&exclude=shape-{n}".encode()  # not stored: computed on a thread
+            found[name] = (stored, raw_status(server.url, shape.replace(b"{t}", fresh)))
+        differ = {name: statuses for name, statuses in found.items() if len(set(statuses)) > 1}
+        assert not differ, differ
+        assert {name for name, (status, _) in found.items() if status == 200} == TAKEN, found
+        refused = [status for name, (status, _) in found.items() if name not in TAKEN]
+        assert all(400 <= status < 500 for status in refused), found
+        # the loop still answers stored lists
+        assert call(server.url, "GET", path).status == 200

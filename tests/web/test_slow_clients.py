@@ -123,7 +123,13 @@ def test_clients_past_their_deadlines_get_408_and_gunicorn_errors_are_json(
             upload_head(6000): (413, "too_large"),
             b"POST /api/v1/articles HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
             b"zz\r\n": (400, "bad_request"),
+            # RFC 9112 6.3: a request's codings must end with chunked (else 400); one that
+            # gunicorn does not know is 501
             b"POST /api/v1/articles HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n": (
+                400,
+                "bad_request",
+            ),
+            b"POST /api/v1/articles HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: br\r\n\r\n": (
                 501,
                 "not_implemented",
             ),
