@@ -41,6 +41,7 @@ REASONS = {
 # Heads above this are refused (431) before gunicorn's own, larger, limits are reached: a slow
 # client's unfinished head is buffered, so its size bounds the memory a connection can take.
 MAX_HEAD_BYTES = 64 * 1024
+HEX_DIGITS = b"0123456789abcdefABCDEF"
 
 
 @dataclass(frozen=True)
@@ -191,13 +192,7 @@ async def _read_chunked(reader: asyncio.StreamReader, limit: int) -> bytes:
     total = 0
     while True:
         line = await reader.readuntil(b"\r\n")
-        size_field = line.split(b";", 1)[0].strip()
-        try:
-            size = int(size_field, 16)
-        except ValueError:
-            raise HttpError(400, "bad_request", "invalid chunk size") from None
-        if size < 0 or not size_field.isalnum():
-            raise HttpError(400, "bad_request", "invalid chunk size")
+        size = _chunk_size(line)
         total += size
         if total > limit:
             raise HttpError(413, "too_large", too_large_message(limit))
@@ -215,6 +210,17 @@ async def _read_chunked(reader: asyncio.StreamReader, limit: int) -> bytes:
         parts.append(trailer)
     parts.append(b"\r\n")
     return b"".join(parts)
+
+
+def _chunk_size(line: bytes) -> int:
+    """The size of a chunk's size line, read as gunicorn reads it (hex digits only, blanks
+    only before an extension): the body must end where gunicorn's reader ends it."""
+    field_, semicolon, _ = line[:-2].partition(b";")
+    if semicolon:
+        field_ = field_.rstrip(b" \t")
+    if not field_ or field_.strip(HEX_DIGITS):
+        raise HttpError(400, "bad_request", f"invalid chunk size {field_[:20]!r}")
+    return int(field_, 16)
 
 
 def _late(part: str, seconds: float) -> str:

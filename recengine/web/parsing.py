@@ -9,7 +9,9 @@ cache (issue 46). Here gunicorn's ``RequestParser`` parses every request head on
 memory, as soon as the front (:mod:`recengine.web.front`) has read it: what it refuses is
 answered with the JSON error body before any answerer or thread sees it; what it accepts is the
 request every path serves (method, target, headers, framing, keep-alive), and the threads run
-the app on that same parsed request (:mod:`recengine.web.dispatch`).
+the app on that same parsed request (:mod:`recengine.web.dispatch`). A chunked body is decoded
+by gunicorn's reader on the loop too, once read: a chunk gunicorn refuses (a size written
+``0x2``) is a 400 here, not an exception inside the app (a 500).
 
 Cost: ~38 us per head of a widget's request (gunicorn's config attributes read once, not per
 request: 55 us otherwise), against ~225 us for a whole cache hit; a thread's request is no
@@ -24,7 +26,8 @@ from typing import Any
 
 from gunicorn.http import RequestParser
 from gunicorn.http import errors as http_errors
-from gunicorn.http.body import ChunkedReader
+from gunicorn.http.body import Body, ChunkedReader, LengthReader
+from gunicorn.http.unreader import IterUnreader
 
 from recengine.web.errors import too_large_message
 from recengine.web.front import Head, HttpError, Limits
@@ -145,5 +148,24 @@ def _ascii_line(raw: bytes) -> bytes:
 
 
 def take_body(head: Head, body: bytes, client: Any) -> None:
-    """Hand the body the front read to the parsed request."""
+    """Hand the body the front read to the parsed request; a chunked one is decoded now, by
+    gunicorn's reader, so that the app reads plain bytes and a chunk gunicorn refuses is
+    refused here.
+
+    Raises:
+        HttpError: 400 for a chunk or trailer gunicorn refuses, or a body that does not end
+            where the front found its end.
+    """
     head.feed.add(body)
+    if not head.chunked:
+        return
+    request = head.request
+    try:
+        decoded = request.body.read()
+        left = request.unreader.read()
+    except REFUSED as exc:
+        log.warning("invalid request body from %s: %s", client, exc)
+        raise refusal(exc) from None
+    if left:
+        raise HttpError(400, "bad_request", "data after the chunked body's last chunk")
+    request.body = Body(LengthReader(IterUnreader([decoded]), len(decoded)))

@@ -296,3 +296,42 @@ def test_plain_gunicorn_with_the_config_module_gets_the_worker(
         assert logged(server, "Using worker: recengine.web.worker.Worker")
         status, _, body = exchange(server.url, b"GET /api/v1/health HTTP/1.1\r\nHost: x")
         assert (status, body["error"]["code"]) == (408, "request_timeout")
+
+
+POSTS = ("/api/v1/articles", "/api/v1/users/u1/events", "/api/v1/overrides", "/api/v1/feedback")
+# chunked bodies gunicorn's reader refuses (each a valid one but for the named part)
+BAD_CHUNKS = {
+    "size written 0x2": b"0x2\r\n{}\r\n0\r\n\r\n",
+    "size with a sign": b"+2\r\n{}\r\n0\r\n\r\n",
+    "blank after the size": b"2 \r\n{}\r\n0\r\n\r\n",
+    "blank before the size": b" 2\r\n{}\r\n0\r\n\r\n",
+    "underscore in the size": b"0_2\r\n{}\r\n0\r\n\r\n",
+    "no size": b"\r\n{}\r\n0\r\n\r\n",
+    "extension not a token": b"2;a b\r\n{}\r\n0\r\n\r\n",
+    "Content-Length in the trailers": b"2\r\n{}\r\n0\r\nContent-Length: 2\r\n\r\n",
+    "trailer without a colon": b"2\r\n{}\r\n0\r\nBad Trailer\r\n\r\n",
+}
+
+
+def test_chunks_gunicorn_refuses_are_400_on_every_post_endpoint(
+    settings: Settings, engine: Engine
+) -> None:
+    """A chunk size written ``0x2`` (and other chunk shapes gunicorn refuses) was read by the
+    front and refused by gunicorn inside the app: a 500. Each is a 400 with the JSON error
+    body, on all four POST endpoints, and stores nothing."""
+    with served(serve_args(workers=1), server_env(settings)) as server:
+        for path in POSTS:
+            head = (
+                f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
+                "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+                "Connection: close\r\n\r\n"
+            ).encode()
+            for name, body in BAD_CHUNKS.items():
+                status, headers, answer = exchange(server.url, head + body)
+                assert (status, answer["error"]["code"]) == (400, "bad_request"), (path, name)
+                assert headers["content-type"] == "application/json" and answer["error"]["message"]
+            # a well-formed chunked body goes through to the endpoint's own validation
+            status, _, answer = exchange(server.url, head + b"2;n=v\r\n{}\r\n0\r\nX-T: 1\r\n\r\n")
+            assert status in (400, 422) and answer["error"]["code"] != "bad_request", (path, answer)
+        assert call(server.url, "GET", "/api/v1/overrides", headers=AUTH).json()["overrides"] == []
+        assert call(server.url, "GET", "/api/v1/health").status == 200
