@@ -16,6 +16,7 @@ import errno
 import importlib
 import os
 import socket
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +32,7 @@ from recengine.storage.migrate import check_schema
 APP_FACTORY = "recengine.web:create_app"
 DEMO_FACTORY = "recengine.web.example_site:create_demo_app"
 SERVER_OPTIONS = "recengine.web.server:options"  # by name: cli and web do not import each other
+BIND_RETRY_S = 0.1
 
 
 class Server(BaseApplication):  # type: ignore[misc]
@@ -83,7 +85,7 @@ def run(ctx: CliContext, announce: str = "serving", *, example_site: bool = Fals
     check_schema(ctx.engine)
     ctx.engine.dispose()  # workers are forked: none may inherit an open connection
     web = ctx.settings.web
-    check_ports(web.host, web.port, example_site=example_site)
+    check_ports(web.host, web.port, example_site=example_site, wait=web.bind_wait_seconds)
     options = {**_named(SERVER_OPTIONS)(ctx.settings), "proc_name": "recengine"}
     if example_site:
         site_port = web.port + 1 if web.port else 0
@@ -110,15 +112,20 @@ def _origin(listener: Any) -> str:
     return f"http://{_display(host)}:{port}"
 
 
-def check_ports(host: str, port: int, *, example_site: bool = False) -> None:
-    """Fail at once, with the fix, when a port is taken (gunicorn would retry for seconds).
+def check_ports(
+    host: str, port: int, *, example_site: bool = False, wait: float = 0.0
+) -> None:
+    """Fail at once, with the fix, when a port is taken (gunicorn would retry for seconds and
+    say less), after waiting up to ``wait`` seconds for it to be released: a server stopped or
+    killed a moment ago may still hold it (its workers answering their last requests).
 
     Args:
         example_site: the demo's: ``port + 1`` is needed too, for its example site.
+        wait: seconds to wait for a port in use (``web.bind_wait_seconds``), saying so.
 
     Raises:
-        ConfigError: an address is in use or cannot be listened on; for one in use the message
-            suggests a port (a pair for the demo) that is free now.
+        ConfigError: an address is in use (still, after ``wait``) or cannot be listened on; for
+            one in use the message suggests a port (a pair for the demo) that is free now.
     """
     if port == 0:  # any free port (and any other for the example site)
         return
@@ -126,16 +133,35 @@ def check_ports(host: str, port: int, *, example_site: bool = False) -> None:
         raise ConfigError("the demo takes --port and --port + 1: give a port below 65535")
     wanted = (port, port + 1) if example_site else (port,)
     for taken in wanted:
-        problem = _bind_problem(host, taken)
+        problem = _released(host, taken, wait)
         if problem is None:
             continue
         if problem != errno.EADDRINUSE:
             raise ConfigError(f"cannot listen on {host}:{taken}: {os.strerror(problem)}")
         whose = " (the demo's example site takes --port + 1)" if taken != port else ""
+        waited = f"; still after {wait:g} s" if wait > 0 else ""
         raise ConfigError(
-            f"port {taken} on {host} is in use (another server?){whose}: "
+            f"port {taken} on {host} is in use (another server?{waited}){whose}: "
             f"{_suggestion(host, port, len(wanted))}or --port 0 for any free port"
         )
+
+
+def _released(host: str, port: int, wait: float) -> int | None:
+    """:func:`_bind_problem` of ``host:port``, after waiting up to ``wait`` seconds (saying so)
+    while the port is in use."""
+    problem = _bind_problem(host, port)
+    if problem != errno.EADDRINUSE or wait <= 0:
+        return problem
+    click.echo(
+        f"port {port} on {host} is in use: waiting up to {wait:g} s for it to be released"
+        " (a server stopped a moment ago may still hold it; web.bind_wait_seconds)",
+        err=True,
+    )
+    deadline = time.monotonic() + wait
+    while problem == errno.EADDRINUSE and time.monotonic() < deadline:
+        time.sleep(BIND_RETRY_S)
+        problem = _bind_problem(host, port)
+    return problem
 
 
 def _suggestion(host: str, port: int, needed: int) -> str:
@@ -151,7 +177,7 @@ def _bind_problem(host: str, port: int) -> int | None:
     """The errno of binding ``host:port`` as gunicorn does, or None when it can be bound."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host.strip("[]"), port))
         except OSError as exc:

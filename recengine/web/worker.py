@@ -30,7 +30,10 @@ main loop, which a thread stuck in a 90 s request does not stop, so nothing was 
   first that woke. A connection whose beacon waits for its group commit
   (:mod:`recengine.web.feedback`) does not count: it costs the worker nothing, and at 100
   beacons/s each worker holds some twenty of them, which delayed every other accept by the
-  full 5 ms (related p50 2.5 -> 5.2 ms beside 500 events/s, measured).
+  full 5 ms (related p50 2.5 -> 5.2 ms beside 500 events/s, measured);
+* a worker whose master dies (``kill -9``) is told at once (:mod:`recengine.web.parent`): it
+  closes its listening sockets (a restart binds the port at once), answers the requests it
+  is running, with ``Connection: close``, and exits.
 
 Not supported (refused at start): TLS, the PROXY protocol and uwsgi (put them in a proxy).
 """
@@ -43,6 +46,7 @@ import contextlib
 import datetime
 import os
 import queue
+import signal
 import socket
 import threading
 import time
@@ -68,6 +72,7 @@ from recengine.web.front import (
 from recengine.web.health import HEALTH_PATH
 from recengine.web.hits import hit_answerer
 from recengine.web.logs import access_wanted, loop_access
+from recengine.web.parent import signal_on_parent_death
 from recengine.web.parsing import ParserConfig, parse_head, take_body
 from recengine.web.services import services_of
 from recengine.web.slots import Slots
@@ -176,6 +181,7 @@ class Worker(base.Worker):  # type: ignore[misc]
         self.shed_reported, self.shed_report_at = 0, time.monotonic()
         self.collector = Collector(web.gc_refresh_seconds)
         self.collector.start()
+        signal_on_parent_death(signal.SIGTERM)  # a graceful stop (module docstring)
         try:
             asyncio.run(self._serve())
         finally:
@@ -189,7 +195,7 @@ class Worker(base.Worker):  # type: ignore[misc]
         self.loop.add_reader(self.PIPE[0], self._signalled)
         self.tasks: set[asyncio.Task[None]] = set()
         self._accepting(True)
-        while self.alive and self.ppid == os.getppid():
+        while self.alive and not self._orphaned():
             self.notify()
             self._report_shedding()
             self._collect()
@@ -225,9 +231,27 @@ class Worker(base.Worker):  # type: ignore[misc]
         self.alive = False
         self.wake.set()
 
+    def _orphaned(self) -> bool:
+        """Whether the master is gone (:mod:`recengine.web.parent`): then this worker stops."""
+        if self.ppid == os.getppid():
+            return False
+        self.alive = False
+        return True
+
     async def _stop(self) -> None:
-        """Stop accepting, close idle connections, let running requests finish (graceful)."""
+        """Stop accepting and close the listening sockets (a new server may bind the port at
+        once), close idle connections, let running requests finish (graceful)."""
         self._accepting(False)
+        for listener in self.sockets:
+            with contextlib.suppress(OSError):
+                listener.close()
+        if self._orphaned():
+            self.log.warning(
+                "the master process (pid %s) is gone: stopped accepting; exiting once the %d"
+                " open connections are answered",
+                self.ppid,
+                self.connections,
+            )
         for task in list(self.idle):
             task.cancel()
         deadline = time.monotonic() + self.cfg.graceful_timeout
@@ -255,6 +279,8 @@ class Worker(base.Worker):  # type: ignore[misc]
         self.loop.call_later(delay, self._accept, listener)
 
     def _accept(self, listener: Any) -> None:
+        if not self.alive:
+            return  # stopping: the listener is closed, or about to be
         for _ in range(ACCEPT_BATCH):
             try:
                 sock, client = listener.accept()

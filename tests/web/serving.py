@@ -31,6 +31,7 @@ CLI = "from recengine.cli import main; main()"
 class Served:
     url: str
     log: list[str] = field(default_factory=list)
+    pid: int = 0  # the master's (the process group's too)
 
 
 @contextmanager
@@ -69,7 +70,7 @@ def served(
 
     threading.Thread(target=pump, daemon=True).start()
     try:
-        yield Served(_wait_for_url(lines, log, timeout, url_line), log)
+        yield Served(_wait_for_url(lines, log, timeout, url_line), log, process.pid)
     finally:
         _stop(process)
 

@@ -6,14 +6,20 @@ SQLite and on PostgreSQL.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
+import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import Engine
@@ -25,7 +31,7 @@ from recengine.pipeline.reindex import reindex
 from recengine.storage.db import make_session_factory
 from tests.factories import javaguide_records, record
 from tests.web.conftest import AUTH, KEY
-from tests.web.serving import Reply, call, served
+from tests.web.serving import CLI, Reply, Served, call, served
 from tests.web.test_duplicates import repost
 
 # The documented delay is 0 (index.sync_interval_s = 0: each worker's index catches up before
@@ -241,3 +247,121 @@ print(json.dumps([faiss.omp_get_max_threads(), [i["num_threads"] for i in thread
     )
     omp, pools = json.loads(out.stdout)
     assert omp == 1 and pools and set(pools) == {1}
+
+
+def _exited(pid: int, timeout: float) -> bool:
+    """Whether process ``pid`` (not a child of this one) exits within ``timeout``: waited on
+    its pidfd, which becomes readable when it exits."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)
+
+
+def _bindable(port: int) -> bool:
+    """Whether a new server could bind ``port`` now (as gunicorn binds: SO_REUSEADDR)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _logged_times(server: Served, text: str, times: int) -> bool:
+    """Whether the server's log holds ``text`` ``times`` times (read by another thread: wait)."""
+    for _ in range(300):
+        if sum(text in line for line in server.log) >= times:
+            return True
+        threading.Event().wait(0.1)
+    return False
+
+
+def test_a_killed_masters_workers_stop_at_once_and_a_restart_binds_the_port(
+    settings: Settings, engine: Engine
+) -> None:
+    """kill -9 of gunicorn's master: its workers used to keep serving (and committing) for
+    2-12 s, holding the port, so a restart failed "port in use". Now each is told at once,
+    closes its listening socket and exits once its running request is answered: the port can
+    be bound while one still runs a write, and that write is answered, not lost."""
+    from tests.web.test_slow_clients import READ_TIMEOUT, wait_until_busy, write_lock
+
+    args = ["serve", "--port", "0", "--workers", "2", "--threads", "1"]
+    with served(args, server_env(settings)) as server:
+        try:
+            port = urlsplit(server.url).port or 0
+            workers = set(from_every_worker(server.url, "/api/v1/health", 2, lambda r: True))
+            results: dict[str, Reply] = {}
+            with write_lock(settings, engine):
+                writer = threading.Thread(
+                    target=lambda: results.update(
+                        write=call(server.url, "POST", "/api/v1/articles", [record(1)], AUTH)
+                    )
+                )
+                writer.start()
+                wait_until_busy(server.url)  # the write runs on one worker, waiting for the lock
+                os.kill(server.pid, signal.SIGKILL)
+                assert _logged_times(server, "is gone: stopped accepting", 2), server.log
+                with pytest.raises(ConnectionRefusedError):
+                    call(server.url, "GET", "/api/v1/health")  # no listener left
+                assert _bindable(port)
+                assert any(not _exited(pid, 0) for pid in workers)  # the write's worker
+            writer.join(READ_TIMEOUT)
+            assert results["write"].status == 200  # answered after the master died
+            assert results["write"].headers["connection"] == "close"
+            assert all(_exited(pid, 60) for pid in workers)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.pid, signal.SIGKILL)  # anything left of this test's server
+    restart = ["serve", "--port", str(port), "--workers", "1"]
+    with served(restart, server_env(settings)) as again:
+        assert call(again.url, "GET", "/api/v1/articles/a1").status == 200  # the write is kept
+
+
+def test_serve_waits_a_bounded_time_for_a_port_in_use_and_says_why(
+    settings: Settings, engine: Engine
+) -> None:
+    """A port still held (by a server stopping, or another program): ``serve`` says so and
+    waits up to ``web.bind_wait_seconds``, then gives up with exit 2 or starts once it is
+    free."""
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {**os.environ, **server_env(settings), "RECENGINE_WEB__BIND_WAIT_SECONDS": "0.3"}
+        done = subprocess.run(
+            [sys.executable, "-c", CLI, "serve", "--port", str(port)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert f"port {port} on 127.0.0.1 is in use: waiting up to 0.3 s" in done.stderr
+        assert "still after 0.3 s" in done.stderr and "Traceback" not in done.stderr
+        env["RECENGINE_WEB__BIND_WAIT_SECONDS"] = "120"
+        process = subprocess.Popen(
+            [sys.executable, "-c", CLI, "serve", "--port", str(port), "--workers", "1"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            assert process.stdout is not None
+            lines = iter(process.stdout.readline, "")
+            assert any("is in use: waiting up to 120 s" in line for line in lines)
+            taken.close()  # released while it waits: it starts
+            assert any(f"on http://127.0.0.1:{port}/" in line for line in lines)
+            assert call(f"http://127.0.0.1:{port}/", "GET", "/api/v1/health").status == 200
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(60)
