@@ -74,7 +74,7 @@ from urllib.parse import quote
 
 from sqlalchemy import make_url, select
 
-from bench import feedback_mix, loadgen
+from bench import feedback_mix, loadgen, overload
 from bench.corpus import real_docs, resample
 from recengine.config import Settings, load_settings
 from recengine.pipeline.featurize import Featurizer
@@ -244,20 +244,33 @@ def load(base: str, paths: list[str], rate: float, args: argparse.Namespace) -> 
         "keepalive": args.keepalive,
         "connections": args.connections,
         "etags": {} if args.conditional else None,
+        "timeout": args.timeout,
     }
     loadgen.run(base, paths, seconds=args.warmup, seed=1, **common)
     before = server_counts(base)
     cpu = feedback_mix.cpu_seconds(SERVER_PIDS[base])
-    result = loadgen.run(base, paths, seconds=args.seconds, seed=2, **common)
+    started = os.getloadavg()[0]
+
+    def measured() -> dict[str, Any]:
+        result = loadgen.run(base, paths, seconds=args.seconds, seed=2, **common)
+        return result.summary() | {"answered": len(result.latencies)}
+
+    health = None
+    if args.health_rate:
+        summary, health = overload.health_beside(base, args.health_rate, args.seconds, measured)
+    else:
+        summary = measured()
     cpu = feedback_mix.cpu_seconds(SERVER_PIDS[base]) - cpu
-    summary = result.summary()
     after = server_counts(base)
     for part in ("cache", "gc"):
         was = before[part]
         summary[part] = {k: v - was.get(k, 0) for k, v in after[part].items()}
     # the server's CPU (master and workers, /proc) per answered request: what a request costs
     # whatever else the machine is doing
-    summary["server_cpu_us"] = cpu / max(1, len(result.latencies)) * 1e6
+    summary["server_cpu_us"] = cpu / max(1, summary.pop("answered")) * 1e6
+    summary["load_average"] = (started, os.getloadavg()[0])
+    if health is not None:
+        summary["health_beside"] = health
     return summary
 
 
@@ -355,6 +368,22 @@ def main() -> None:
         default=64,
         help="requests in flight at most (more wait in the generator, their latency counting)",
     )
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="a request unanswered this long is an error"
+    )
+    parser.add_argument(
+        "--health-rate",
+        type=float,
+        default=0.0,
+        help="health checks/s beside each load (5 s timeout, from another process; 0: none)",
+    )
+    parser.add_argument(
+        "--flood",
+        type=int,
+        default=0,
+        help="instead of a load: this many idle and slow connections opened at once and held"
+        " for --seconds, health checks at --health-rate (10 when 0) beside them",
+    )
     parser.add_argument("--hit-mix", type=float, default=None, help="share on popular lists")
     parser.add_argument("--conditional", action="store_true", help="send If-None-Match")
     parser.add_argument(
@@ -405,6 +434,9 @@ def main() -> None:
     if args.feedback_rate:
         report(args, feedback_rounds(settings, args, paths, ids))
         return
+    if args.flood:
+        report(args, flood_rounds(settings, args))
+        return
     if args.hit_mix is not None:
         paths = mixed_paths(ids, args.hit_mix)
     print(HEADER)
@@ -420,7 +452,11 @@ def main() -> None:
                 with server(settings, workers, args.threads, kind, extra) as base:
                     for rate in args.rate:
                         name = f"{label}{kind}: {args.endpoint}, {workers}w, {rate:.0f}/s{run}"
-                        add(rows, name, load(base, paths, rate, args))
+                        found = load(base, paths, rate, args)
+                        add(rows, name, found)
+                        if "health_beside" in found:
+                            beside = f"  health beside ({workers}w, {rate:.0f}/s{run})"
+                            add(rows, beside, found["health_beside"])
                     top = max(args.rate)
                     add(
                         rows,
@@ -430,6 +466,32 @@ def main() -> None:
     if reference:
         print("reference: " + " ".join(f"{k}={v}" for k, v in args.reference_env))
     report(args, rows)
+
+
+def flood_rounds(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
+    """``--flood``: per server, the connections opened at once and the health checks beside."""
+    rows: dict[str, Any] = {}
+    rate = args.health_rate or 10.0
+    for kind in args.servers:
+        for workers in args.workers:
+            with server(settings, workers, args.threads, kind) as base:
+                before = os.getloadavg()[0]
+                found = overload.flooded(base, args.flood, args.seconds, rate)
+                found["load_average"] = (before, os.getloadavg()[0])
+                name = f"{kind}, {workers}w: {args.flood} connections, health {rate:g}/s"
+                rows[name] = found
+                health, flood = found["health"], found["flood"]
+                answered = health["error_kinds"].get("200", 0) / max(1, health["requests"])
+                print(
+                    f"{name}: health answered {answered:.1%} of {health['requests']} (p50 "
+                    f"{health['p50_ms']:.1f} ms, p99 {health['p99_ms']:.1f} ms, max "
+                    f"{health['max_ms']:.1f} ms, {health['error_kinds']}); flood: opened "
+                    f"{flood['opened']} (at most {flood['open_at_most']} at once), server "
+                    f"answers {flood['answers']}, connect errors {flood['connect_errors']}; "
+                    f"load average {before:.2f} -> {found['load_average'][1]:.2f}",
+                    flush=True,
+                )
+    return rows
 
 
 def feedback_rounds(
@@ -499,6 +561,10 @@ def add(rows: dict[str, Any], name: str, r: dict[str, Any]) -> None:
     by_status = r.get("p99_ms_by_status") or {}
     if "304" in by_status:  # revalidated hits apart from computed lists
         hits += "; p99 " + ", ".join(f"{k} {v:.1f} ms" for k, v in by_status.items())
+    if r.get("shed_share"):
+        hits += f"; 503s with Retry-After {r.get('shed_with_retry_after', 0)}"
+    if "load_average" in r:
+        hits += "; load {:.2f} -> {:.2f}".format(*r["load_average"])
     print(
         f"{name:48} {r['throughput_rps']:6.1f} {r['ok_rps']:6.1f} {r['p50_ms']:7.2f} "
         f"{r['p99_ms']:8.2f} {r['max_ms']:8.1f} {r['ok_p99_ms']:8.2f} "
@@ -515,7 +581,7 @@ def report(args: argparse.Namespace, rows: dict[str, Any]) -> None:
         f"load average after: {load_avg[0]:.2f} {load_avg[1]:.2f} {load_avg[2]:.2f}"
     )
     RESULTS.mkdir(exist_ok=True)
-    mode = "_feedback" if args.feedback_rate else ""
+    mode = "_feedback" if args.feedback_rate else f"_flood{args.flood}" if args.flood else ""
     mix = f"_mix{args.hit_mix}" if args.hit_mix is not None else ""
     out = RESULTS / f"api_load_{args.endpoint}{mode}_{args.corpus}_{args.articles}{mix}.json"
     out.write_text(json.dumps({"args": vars(args) | {"db": str(args.db)}, "rows": rows}, indent=2))

@@ -46,6 +46,7 @@ class Result:
     statuses: dict[int, int] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
     workers: dict[str, int] = field(default_factory=dict)
+    shed_with_retry_after: int = 0  # 503s that said when to come back
     duration: float = 0.0
 
     @property
@@ -69,6 +70,7 @@ class Result:
             "ok_p99_ms": quantile(self.ok_latencies, 0.99) * 1e3,
             "shed_p99_ms": quantile(self.shed_latencies, 0.99) * 1e3,
             "shed_share": self.statuses.get(SHED, 0) / self.scheduled if self.scheduled else 0.0,
+            "shed_with_retry_after": self.shed_with_retry_after,
             "errors": self.failed,
             "error_kinds": {**{str(k): v for k, v in self.statuses.items()}, **self.errors},
             "workers": dict(sorted(self.workers.items())),
@@ -90,14 +92,14 @@ class _Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer = reader, writer
 
-    async def get(self, request: bytes) -> tuple[int, str, bool, str | None]:
+    async def get(self, request: bytes) -> tuple[int, str, bool, str | None, bool]:
         """Send one request; read the whole answer (Content-Length): status, worker, closed,
-        ETag."""
+        ETag, whether it said Retry-After."""
         self.writer.write(request)
         await self.writer.drain()
         status_line = await self.reader.readline()
         status = int(status_line.split(b" ", 2)[1])
-        length, close, worker, etag = 0, False, "?", None
+        length, close, worker, etag, retry = 0, False, "?", None, False
         while (line := await self.reader.readline()) not in (b"\r\n", b""):
             name, _, value = line.partition(b":")
             name = name.strip().lower()
@@ -109,8 +111,10 @@ class _Connection:
                 worker = value.strip().decode()
             elif name == b"etag":
                 etag = value.strip().decode()
+            elif name == b"retry-after":
+                retry = True
         await self.reader.readexactly(length)
-        return status, worker, close, etag
+        return status, worker, close, etag, retry
 
 
 # A GET of a path, or a POST of (path, body) as navigator.sendBeacon sends it (text/plain).
@@ -167,7 +171,7 @@ async def _run(
             async with asyncio.timeout(timeout):
                 if connection is None:
                     connection = await _open(host, port)
-                status, worker, closed, etag = await connection.get(request)
+                status, worker, closed, etag, retry = await connection.get(request)
             if etags is not None and status == 200 and etag and isinstance(path, str):
                 etags[path] = etag  # a client (browser, CDN) that revalidates next time
             if closed or not keepalive:  # a shed answer closes even a kept-alive connection
@@ -179,6 +183,7 @@ async def _run(
                 result.ok_latencies.append(took)
             elif status == SHED:
                 result.shed_latencies.append(took)
+                result.shed_with_retry_after += retry
             result.statuses[status] = result.statuses.get(status, 0) + 1
             result.by_status.setdefault(status, []).append(took)
             result.workers[worker] = result.workers.get(worker, 0) + 1
