@@ -273,6 +273,7 @@ class WebSettings(_Section):
     body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
     keepalive_seconds: int = Field(default=5, ge=0, le=3600)
     bind_wait_seconds: float = Field(default=5.0, ge=0, le=600)
+    max_connections: int = Field(default=1_000, ge=10, le=100_000)
     queue_timeout_seconds: float = Field(default=0.25, gt=0, le=3600)
     # the queue's controlled delay (web.slots): past `interval` of a standing queue a request
     # waits at most `target`; 0 turns it off (a fixed budget, first come first served)

@@ -17,6 +17,7 @@ from recengine.web.metrics import prepare_directory, worker_exited
 
 WORKER_CLASS = "recengine.web.worker.Worker"
 JSON_LOGGER = "recengine.web.logs.JsonLogger"
+LISTEN_BACKLOG = 4096
 
 
 def options(settings: Settings) -> dict[str, Any]:
@@ -39,6 +40,10 @@ def options(settings: Settings) -> dict[str, Any]:
         "graceful_timeout": 10,
         "keepalive": web.keepalive_seconds,
         "limit_request_line": 8190,  # gunicorn's maximum: long filter lists fit in a URL
+        "worker_connections": web.max_connections,
+        # connections not yet accepted wait here (gunicorn's default 2,048): a burst or a flood
+        # waits rather than being refused; the kernel caps it at net.core.somaxconn
+        "backlog": LISTEN_BACKLOG,
     }
 
 

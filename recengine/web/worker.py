@@ -58,6 +58,7 @@ from gunicorn.workers import base
 from recengine.config import load_settings
 from recengine.web import dispatch
 from recengine.web.collector import Collector
+from recengine.web.connections import SPARE_FILES, IdleConnections, raise_open_files_limit
 from recengine.web.dispatch import Outcome
 from recengine.web.feedback import beacon_answerer
 from recengine.web.front import (
@@ -177,7 +178,17 @@ class Worker(base.Worker):  # type: ignore[misc]
         self.pool = _Pool(self.cfg.threads)
         self.connections = 0
         self.parked = 0  # connections whose request an answerer of the loop holds
-        self.idle: set[asyncio.Task[None]] = set()
+        self.idle = IdleConnections()  # waiting for a request head, oldest first
+        self.max_connections = int(self.cfg.worker_connections)
+        self.accepting = self.backlogged = False
+        self.closed_reported, self.closed_report_at = 0, time.monotonic()
+        files = raise_open_files_limit(self.max_connections)
+        if files < self.max_connections + SPARE_FILES:
+            self.log.warning(
+                "open files limited to %d (ulimit -n): fewer than web.max_connections (%d)",
+                files,
+                self.max_connections,
+            )
         self.shed_reported, self.shed_report_at = 0, time.monotonic()
         self.collector = Collector(web.gc_refresh_seconds)
         self.collector.start()
@@ -214,6 +225,16 @@ class Worker(base.Worker):  # type: ignore[misc]
                 self.slots.budget,
             )
             self.shed_reported, self.shed_report_at = self.slots.shed, now
+        closed = self.idle.closed - self.closed_reported
+        if closed and now - self.closed_report_at >= SHED_REPORT_S:
+            self.log.warning(
+                "at the connection cap (web.max_connections = %d): closed %d connections"
+                " waiting for a request head in %.0f s, to take new ones",
+                self.max_connections,
+                closed,
+                now - self.closed_report_at,
+            )
+            self.closed_reported, self.closed_report_at = self.idle.closed, now
 
     def _collect(self) -> None:
         """The garbage collector's tick (:mod:`recengine.web.collector`), and its metrics."""
@@ -262,6 +283,9 @@ class Worker(base.Worker):  # type: ignore[misc]
     # -- accepting -----------------------------------------------------------------------
 
     def _accepting(self, on: bool) -> None:
+        if on == self.accepting:
+            return
+        self.accepting = on
         for listener in self.sockets:
             if on:
                 listener.setblocking(False)
@@ -270,32 +294,46 @@ class Worker(base.Worker):  # type: ignore[misc]
                 self.loop.remove_reader(listener.fileno())
 
     def _readable(self, listener: Any) -> None:
-        """A connection is waiting: take it now if idle, else after the others had a chance."""
-        delay = accept_delay(self.connections, self.parked)
+        """A connection is waiting: take it now if idle (or more were waiting than the last
+        batch took), else after the others had a chance."""
+        delay = 0.0 if self.backlogged else accept_delay(self.connections, self.parked)
         if delay <= 0:
             self._accept(listener)
             return
         self._accepting(False)
         self.loop.call_later(delay, self._accept, listener)
 
+    def _full(self) -> bool:
+        """At the connection cap (those being closed to make room do not count)."""
+        return self.connections - len(self.idle.closing) >= self.max_connections
+
     def _accept(self, listener: Any) -> None:
+        """Take up to ACCEPT_BATCH connections; at the cap, each closes the one that has
+        waited longest for a request head (:mod:`recengine.web.connections`)."""
         if not self.alive:
             return  # stopping: the listener is closed, or about to be
-        for _ in range(ACCEPT_BATCH):
+        taken = 0
+        while taken < ACCEPT_BATCH and (not self._full() or len(self.idle)):
             try:
                 sock, client = listener.accept()
             except (BlockingIOError, InterruptedError, ConnectionAbortedError):
                 break  # none left (another worker took it)
+            if self._full():
+                self.idle.close_oldest()
+            taken += 1
             sock.setblocking(False)
+            self.connections += 1
             task = self.loop.create_task(self._connection(sock, client, listener.getsockname()))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
-        self._accepting(self.alive and self.connections < self.cfg.worker_connections)
+        self.backlogged = taken == ACCEPT_BATCH
+        self._accepting(self.alive and (not self._full() or len(self.idle) > 0))
 
     # -- connections ---------------------------------------------------------------------
 
     async def _connection(self, sock: socket.socket, client: Any, server: Any) -> None:
-        self.connections += 1
+        """One accepted connection (counted in ``connections`` by :meth:`_accept`)."""
+        task = asyncio.current_task()
         try:
             reader, writer = await asyncio.open_connection(sock=sock, limit=self.limits.max_head)
             try:
@@ -303,12 +341,14 @@ class Worker(base.Worker):  # type: ignore[misc]
             finally:
                 writer.close()
         except (OSError, asyncio.CancelledError):
-            pass  # the client went away, or the worker is stopping
+            sock.close()  # the client went away, the worker is stopping, or room was made
         except Exception:
             self.log.exception("error serving a connection from %s", client)
         finally:
             self.connections -= 1
-            if self.alive and self.connections < self.cfg.worker_connections:
+            if task is not None:
+                self.idle.ended(task)
+            if self.alive and not self._full():
                 self._accepting(True)
 
     async def _requests(
@@ -319,6 +359,8 @@ class Worker(base.Worker):  # type: ignore[misc]
         assert task is not None
         while self.alive or first:
             self.idle.add(task)
+            if self.alive and not self.accepting:
+                self._accepting(True)  # it may be closed to make room for a new one
             try:
                 raw = await read_head(reader, self.limits, first=first)
                 self.idle.discard(task)

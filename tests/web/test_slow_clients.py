@@ -335,3 +335,33 @@ def test_chunks_gunicorn_refuses_are_400_on_every_post_endpoint(
             assert status in (400, 422) and answer["error"]["code"] != "bad_request", (path, answer)
         assert call(server.url, "GET", "/api/v1/overrides", headers=AUTH).json()["overrides"] == []
         assert call(server.url, "GET", "/api/v1/health").status == 200
+
+
+def test_at_its_connection_cap_a_worker_closes_the_oldest_idle_connections_for_new_ones(
+    sqlite_settings: Settings,
+) -> None:
+    """A flood of idle connections filled the workers' connection slots and every later one,
+    health checks among them, waited in the accept queue until the idle ones timed out. At
+    its cap (``web.max_connections``) a worker now closes the connection that has waited
+    longest for a request head to take a new one; an upload under way is not closed."""
+    env = server_env(
+        sqlite_settings,
+        RECENGINE_WEB__MAX_CONNECTIONS="20",
+        RECENGINE_WEB__HEADER_TIMEOUT_SECONDS="600",  # the idle ones never time out here
+    )
+    with served(serve_args(workers=1), env) as server, ExitStack() as stack:
+        upload = stack.enter_context(connect(server.url))
+        head = upload_head(100_000).replace(b"\r\n\r\n", b"\r\nExpect: 100-continue\r\n\r\n")
+        upload.sendall(head)
+        assert upload.recv(25) == b"HTTP/1.1 100 Continue\r\n\r\n"  # its head is read
+        upload.sendall(b'{"id": "stalled", "title": "')
+        idle = [stack.enter_context(connect(server.url)) for _ in range(60)]
+        answers = [call(server.url, "GET", "/api/v1/health") for _ in range(5)]
+        assert [a.status for a in answers] == [200] * 5
+        # accepted in order: the first 40 idle ones made room for the last 20 (and these
+        # for the health checks), the oldest first
+        assert all(sock.recv(1) == b"" for sock in idle[:40])
+        for still_open in (upload, idle[-1]):
+            still_open.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                still_open.recv(1)
