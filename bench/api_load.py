@@ -458,11 +458,12 @@ def main() -> None:
                             beside = f"  health beside ({workers}w, {rate:.0f}/s{run})"
                             add(rows, beside, found["health_beside"])
                     top = max(args.rate)
-                    add(
-                        rows,
-                        f"{label}{kind}: health, {workers}w, {top:.0f}/s{run}",
-                        load(base, ["/api/v1/health"], top, args),
-                    )
+                    if not args.health_rate:  # else measured beside the load
+                        add(
+                            rows,
+                            f"{label}{kind}: health, {workers}w, {top:.0f}/s{run}",
+                            load(base, ["/api/v1/health"], top, args),
+                        )
     if reference:
         print("reference: " + " ".join(f"{k}={v}" for k, v in args.reference_env))
     report(args, rows)

@@ -10,7 +10,7 @@ threads asleep. This measures it on the machine at hand, each figure beside the 
 back to back (no sleep, so no wake-up: the reference):
 
 * ``asyncio.sleep`` alone (the loop wakes on a timer);
-* one job through the worker's own pool (``recengine.web.worker._Pool``, ``asyncio.wrap_future``
+* one job through the worker's own pool (``recengine.web.threads.Pool``, ``asyncio.wrap_future``
   and ``asyncio.wait`` as the worker uses them);
 * a plain two-thread ping-pong over ``queue.SimpleQueue``.
 
@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from recengine.web.worker import _Pool
+from recengine.web.threads import Pool as _Pool
 
 
 def _job() -> int:

@@ -1,4 +1,4 @@
-"""A worker's cap on open connections, and the idle ones it closes first to stay under it.
+"""How a worker accepts connections: a cap on those it holds, the idle ones closed first.
 
 A flood of ~4,300 idle or slow connections at once (issue 46) filled both workers' connection
 slots (gunicorn's ``worker_connections``, 1,000 each), after which the workers stopped
@@ -18,9 +18,15 @@ from __future__ import annotations
 import asyncio
 import resource
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
 
 Clock = Callable[[], float]
+ACCEPT_DELAY_PER_CONNECTION = 0.0005
+ACCEPT_DELAY_MAX = 0.005
+# Connections taken per wake-up: with every worker busy the delay above must not cap the rate
+# of accepts (one per 5 ms would be 200/s per worker), so a worker takes what is waiting.
+ACCEPT_BATCH = 8
 # descriptors beyond the connections: listeners, the database's, the index and log files
 SPARE_FILES = 256
 
@@ -78,3 +84,84 @@ def raise_open_files_limit(connections: int) -> int:
             return soft
         return new
     return soft
+
+
+def accept_delay(connections: int, parked: int) -> float:
+    """Seconds a worker holding ``connections`` waits before accepting another (module
+    docstring): the ``parked`` ones, beacons waiting for their group commit, do not count."""
+    return min(ACCEPT_DELAY_PER_CONNECTION * max(0, connections - parked), ACCEPT_DELAY_MAX)
+
+
+class Acceptor:
+    """How recengine's worker (:class:`recengine.web.worker.Worker`) accepts connections: a
+    little later the more it holds (the worker's module docstring), at once while more wait
+    than a batch takes, and at its cap by closing the oldest idle connection. The worker
+    provides the state below and :meth:`_connection`."""
+
+    loop: asyncio.AbstractEventLoop
+    sockets: list[Any]
+    alive: bool
+    connections: int
+    parked: int
+    idle: IdleConnections
+    max_connections: int
+    accepting: bool
+    backlogged: bool
+    names: dict[Any, Any]
+    tasks: set[asyncio.Task[None]]
+
+    def _connection(self, sock: Any, client: Any, server: Any) -> Coroutine[Any, Any, None]:
+        raise NotImplementedError
+
+    def _accepting(self, on: bool) -> None:
+        if on == self.accepting:
+            return
+        self.accepting = on
+        for listener in self.sockets:
+            if on:
+                listener.setblocking(False)
+                self.loop.add_reader(listener.fileno(), self._readable, listener)
+            else:
+                self.loop.remove_reader(listener.fileno())
+
+    def _readable(self, listener: Any) -> None:
+        """A connection is waiting: take it now if idle (or more were waiting than the last
+        batch took), else after the others had a chance."""
+        delay = 0.0 if self.backlogged else accept_delay(self.connections, self.parked)
+        if delay <= 0:
+            self._accept(listener)
+            return
+        self._accepting(False)
+        self.loop.call_later(delay, self._accept, listener)
+
+    def _name(self, listener: Any) -> Any:
+        """A listener's address (asked once: a system call per connection otherwise)."""
+        name = self.names.get(listener)
+        if name is None:
+            name = self.names[listener] = listener.getsockname()
+        return name
+
+    def _full(self) -> bool:
+        """At the connection cap (those being closed to make room do not count)."""
+        return self.connections - len(self.idle.closing) >= self.max_connections
+
+    def _accept(self, listener: Any) -> None:
+        """Take up to ACCEPT_BATCH connections; at the cap, each closes the one that has
+        waited longest for a request head (:mod:`recengine.web.connections`)."""
+        if not self.alive:
+            return  # stopping: the listener is closed, or about to be
+        taken = 0
+        while taken < ACCEPT_BATCH and (not self._full() or len(self.idle)):
+            try:
+                sock, client = listener.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                break  # none left (another worker took it)
+            if self._full():
+                self.idle.close_oldest()
+            taken += 1
+            self.connections += 1  # (asyncio makes the socket non-blocking)
+            task = self.loop.create_task(self._connection(sock, client, self._name(listener)))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+        self.backlogged = taken == ACCEPT_BATCH
+        self._accepting(self.alive and (not self._full() or len(self.idle) > 0))

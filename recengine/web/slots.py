@@ -89,15 +89,16 @@ class Slots:
         if not self.waiting:
             self.empty_at = self.clock()
 
-    async def acquire(self, *, priority: bool = False) -> bool:
-        """Take a slot: True; False when refused (shed)."""
+    async def acquire(self, *, priority: bool = False, waited: float = 0.0) -> bool:
+        """Take a slot: True; False when refused (shed). ``waited``: seconds the request
+        waited before it was read, taken from its budget."""
         now = self.clock()
         if self.free > 0 and not self.waiting and not self.first:
             self.free -= 1
             return True
         if not self.waiting:
             self.empty_at = now  # empty until this one
-        waiter = _Waiter(asyncio.get_running_loop().create_future(), now)
+        waiter = _Waiter(asyncio.get_running_loop().create_future(), now - waited)
         # At most `size` priority requests jump the queue: a flood of health checks is queued
         # (and shed) like any other request.
         priority = priority and len(self.first) < self.size
@@ -106,6 +107,10 @@ class Slots:
             self.first.append(waiter)
         else:
             budget = self.target if self.standing(now) and self.target else self.budget
+            budget -= waited
+            if budget <= 0:
+                self.shed += 1
+                return False
             self.waiting.append(waiter)
         try:
             await asyncio.wait([waiter.future], timeout=budget)

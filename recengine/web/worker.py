@@ -15,9 +15,14 @@ main loop, which a thread stuck in a 90 s request does not stop, so nothing was 
 * some complete requests are answered by the loop itself, with no thread: stored answers whose
   index needs no check first (:mod:`recengine.web.hits`) and reader-feedback beacons
   (:mod:`recengine.web.feedback`), each with its access line;
-* a request waits for a thread at most ``web.queue_timeout_seconds`` (``queue_target_seconds``
-  while the queue stands), else 503 ``overloaded`` with ``Retry-After``
-  (:mod:`recengine.web.slots`); health checks skip the queue;
+* every request is parsed once, by gunicorn's parser, on the loop (:mod:`recengine.web.parsing`):
+  the loop's answers and the threads' are given the same request;
+* a request waits at most ``web.queue_timeout_seconds`` (less while a queue stands), counted
+  from when it reached the kernel, whichever path answers it (:mod:`recengine.web.admission`
+  for the loop's own queue, :mod:`recengine.web.slots` for the threads'), else 503
+  ``overloaded`` with ``Retry-After``; health checks are exempt and have threads of their own
+  (``HEALTH_THREADS``), and threads hand the interpreter lock back to the loop within 1 ms
+  (``SWITCH_INTERVAL_S``);
 * a request still running after ``timeout`` (``web.timeout_seconds``) is answered 503
   ``timeout``; it can commit nothing after its deadline (:mod:`recengine.web.deadline`), and
   the worker, which cannot stop a Python thread, finishes its other requests and exits for
@@ -25,7 +30,9 @@ main loop, which a thread stuck in a 90 s request does not stop, so nothing was 
 * a full garbage collection walks only objects newer than the last one
   (:mod:`recengine.web.collector`: at 1M articles one of everything held the GIL 120-220 ms);
 * a worker that holds more connections waits a little before accepting (0.5 ms per open
-  connection, at most 5 ms, then takes up to 8 waiting connections), so an idle worker takes
+  connection, at most 5 ms, then takes up to 8 waiting connections, at once again while more
+  wait; :mod:`recengine.web.connections`, which also caps the connections a worker holds,
+  ``web.max_connections``, closing idle ones first at the cap), so an idle worker takes
   the next one: kept-alive connections spread over the workers instead of piling onto the
   first that woke. A connection whose beacon waits for its group commit
   (:mod:`recengine.web.feedback`) does not count: it costs the worker nothing, and at 100
@@ -41,24 +48,27 @@ Not supported (refused at start): TLS, the PROXY protocol and uwsgi (put them in
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import datetime
 import os
-import queue
 import signal
 import socket
-import threading
+import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 from gunicorn.workers import base
 
 from recengine.config import load_settings
 from recengine.web import dispatch
+from recengine.web.admission import LOOP_TARGET_S, Admission, kernel_wait
 from recengine.web.collector import Collector
-from recengine.web.connections import SPARE_FILES, IdleConnections, raise_open_files_limit
+from recengine.web.connections import (
+    SPARE_FILES,
+    Acceptor,
+    IdleConnections,
+    raise_open_files_limit,
+)
 from recengine.web.dispatch import Outcome
 from recengine.web.feedback import beacon_answerer
 from recengine.web.front import (
@@ -77,67 +87,20 @@ from recengine.web.parent import signal_on_parent_death
 from recengine.web.parsing import ParserConfig, parse_head, take_body
 from recengine.web.services import services_of
 from recengine.web.slots import Slots
+from recengine.web.threads import Pool, limit_native_threads
 
-ACCEPT_DELAY_PER_CONNECTION = 0.0005
-ACCEPT_DELAY_MAX = 0.005
-# Connections taken per wake-up: with every worker busy the delay above must not cap the rate
-# of accepts (one per 5 ms would be 200/s per worker), so a worker takes what is waiting.
-ACCEPT_BATCH = 8
 RETRY_AFTER_S = 1
+HEALTH_THREADS = 2
+# How long a thread may hold the interpreter lock while another waits for it (CPython's
+# default 5 ms). The loop gives the lock up at every system call (accept, recv, send, epoll)
+# and waits for it back while request threads compute lists: with 4 such threads a loop read
+# waited p50 36 ms, p99 251 ms at 5 ms; p50 5 ms, p99 58 ms at 1 ms (a loop reading a socket
+# every 2 ms beside 4 pure-Python threads, on the shared 2-core machine at load ~9).
+SWITCH_INTERVAL_S = 0.001
 SHED_REPORT_S = 10.0
 
 
-def limit_native_threads(count: int) -> None:
-    """At most ``count`` threads in each native library's pool (OpenBLAS, OpenMP) of this
-    worker (``web.native_threads``; 0: the libraries' own defaults, one per core).
-
-    A worker's parallelism is its request threads and its sibling workers: a pool of one
-    thread per core in every worker only contends for the same cores. Measured on a 2-core
-    machine, 2 workers at 150 related lists/s over 2,529 real articles: half the worker's time
-    was OpenBLAS's threads waiting for each other in the lists' small pairwise product
-    (``recommend.suppress.pairwise_cosines``). Libraries loaded already are limited through
-    threadpoolctl; those loaded later (FAISS's OpenMP on the first search) read the
-    environment when they load."""
-    if count <= 0:
-        return
-    from threadpoolctl import threadpool_limits
-
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[name] = str(count)
-    threadpool_limits(limits=count)
-
-
-def accept_delay(connections: int, parked: int) -> float:
-    """Seconds a worker holding ``connections`` waits before accepting another (module
-    docstring): the ``parked`` ones, beacons waiting for their group commit, do not count."""
-    return min(ACCEPT_DELAY_PER_CONNECTION * max(0, connections - parked), ACCEPT_DELAY_MAX)
-
-
-class _Pool:
-    """``size`` daemon threads running jobs (daemon: a stuck job must not keep a worker alive)."""
-
-    def __init__(self, size: int) -> None:
-        self.jobs: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[[], Any]]]
-        self.jobs = queue.SimpleQueue()
-        for n in range(size):
-            threading.Thread(target=self._work, name=f"recengine-{n}", daemon=True).start()
-
-    def submit(self, job: Callable[[], Any]) -> concurrent.futures.Future[Any]:
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self.jobs.put((future, job))
-        return future
-
-    def _work(self) -> None:
-        while True:
-            future, job = self.jobs.get()
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(job())
-                except BaseException as exc:  # handed to the loop, which logs it
-                    future.set_exception(exc)
-
-
-class Worker(base.Worker):  # type: ignore[misc]
+class Worker(Acceptor, base.Worker):  # type: ignore[misc]
     """See the module docstring."""
 
     @classmethod
@@ -164,23 +127,25 @@ class Worker(base.Worker):  # type: ignore[misc]
             max_body=web.max_body_bytes,
         )
         codel = web.queue_target_seconds > 0
-        self.slots = Slots(
-            self.cfg.threads,
-            web.queue_timeout_seconds,
-            web.queue_target_seconds if codel else None,
-            web.queue_interval_seconds if codel else None,
-        )
+        target = web.queue_target_seconds if codel else None
+        interval = web.queue_interval_seconds if codel else None
+        self.slots = Slots(self.cfg.threads, web.queue_timeout_seconds, target, interval)
+        # health checks have threads of their own: they never wait behind computed lists
+        self.health_slots = Slots(HEALTH_THREADS, web.queue_timeout_seconds)
+        loop_target = LOOP_TARGET_S if codel else None
+        self.admission = Admission(web.queue_timeout_seconds, loop_target, interval)
         # answered on this loop, not on a thread: cache hits, then feedback beacons
         found_answerers = (hit_answerer(self.wsgi), beacon_answerer(self.wsgi))
         self.answerers = [answerer for answerer in found_answerers if answerer is not None]
         self.access_wanted = access_wanted(self.cfg, self.log)
         self.parser_cfg = ParserConfig(self.cfg)
-        self.pool = _Pool(self.cfg.threads)
+        self.pool = Pool(self.cfg.threads + HEALTH_THREADS)
         self.connections = 0
         self.parked = 0  # connections whose request an answerer of the loop holds
         self.idle = IdleConnections()  # waiting for a request head, oldest first
         self.max_connections = int(self.cfg.worker_connections)
         self.accepting = self.backlogged = False
+        self.names: dict[Any, Any] = {}  # listener -> its address
         self.closed_reported, self.closed_report_at = 0, time.monotonic()
         files = raise_open_files_limit(self.max_connections)
         if files < self.max_connections + SPARE_FILES:
@@ -193,6 +158,7 @@ class Worker(base.Worker):  # type: ignore[misc]
         self.collector = Collector(web.gc_refresh_seconds)
         self.collector.start()
         signal_on_parent_death(signal.SIGTERM)  # a graceful stop (module docstring)
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         try:
             asyncio.run(self._serve())
         finally:
@@ -206,6 +172,7 @@ class Worker(base.Worker):  # type: ignore[misc]
         self.loop.add_reader(self.PIPE[0], self._signalled)
         self.tasks: set[asyncio.Task[None]] = set()
         self._accepting(True)
+        self.serving_since = time.monotonic()
         while self.alive and not self._orphaned():
             self.notify()
             self._report_shedding()
@@ -217,14 +184,15 @@ class Worker(base.Worker):  # type: ignore[misc]
     def _report_shedding(self) -> None:
         """A warning at most every SHED_REPORT_S while requests are being shed."""
         now = time.monotonic()
-        if self.slots.shed > self.shed_reported and now - self.shed_report_at >= SHED_REPORT_S:
+        shed = self.slots.shed + self.health_slots.shed + self.admission.shed
+        if shed > self.shed_reported and now - self.shed_report_at >= SHED_REPORT_S:
             self.log.warning(
-                "overloaded: %d requests answered 503 in %.0f s (waited over %g s for a thread)",
-                self.slots.shed - self.shed_reported,
+                "overloaded: %d requests answered 503 in %.0f s (waited over %g s)",
+                shed - self.shed_reported,
                 now - self.shed_report_at,
                 self.slots.budget,
             )
-            self.shed_reported, self.shed_report_at = self.slots.shed, now
+            self.shed_reported, self.shed_report_at = shed, now
         closed = self.idle.closed - self.closed_reported
         if closed and now - self.closed_report_at >= SHED_REPORT_S:
             self.log.warning(
@@ -280,55 +248,6 @@ class Worker(base.Worker):  # type: ignore[misc]
             self.notify()
             await asyncio.sleep(0.05)
 
-    # -- accepting -----------------------------------------------------------------------
-
-    def _accepting(self, on: bool) -> None:
-        if on == self.accepting:
-            return
-        self.accepting = on
-        for listener in self.sockets:
-            if on:
-                listener.setblocking(False)
-                self.loop.add_reader(listener.fileno(), self._readable, listener)
-            else:
-                self.loop.remove_reader(listener.fileno())
-
-    def _readable(self, listener: Any) -> None:
-        """A connection is waiting: take it now if idle (or more were waiting than the last
-        batch took), else after the others had a chance."""
-        delay = 0.0 if self.backlogged else accept_delay(self.connections, self.parked)
-        if delay <= 0:
-            self._accept(listener)
-            return
-        self._accepting(False)
-        self.loop.call_later(delay, self._accept, listener)
-
-    def _full(self) -> bool:
-        """At the connection cap (those being closed to make room do not count)."""
-        return self.connections - len(self.idle.closing) >= self.max_connections
-
-    def _accept(self, listener: Any) -> None:
-        """Take up to ACCEPT_BATCH connections; at the cap, each closes the one that has
-        waited longest for a request head (:mod:`recengine.web.connections`)."""
-        if not self.alive:
-            return  # stopping: the listener is closed, or about to be
-        taken = 0
-        while taken < ACCEPT_BATCH and (not self._full() or len(self.idle)):
-            try:
-                sock, client = listener.accept()
-            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
-                break  # none left (another worker took it)
-            if self._full():
-                self.idle.close_oldest()
-            taken += 1
-            sock.setblocking(False)
-            self.connections += 1
-            task = self.loop.create_task(self._connection(sock, client, listener.getsockname()))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-        self.backlogged = taken == ACCEPT_BATCH
-        self._accepting(self.alive and (not self._full() or len(self.idle) > 0))
-
     # -- connections ---------------------------------------------------------------------
 
     async def _connection(self, sock: socket.socket, client: Any, server: Any) -> None:
@@ -355,38 +274,73 @@ class Worker(base.Worker):  # type: ignore[misc]
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client: Any, server: Any
     ) -> None:
         first = True
-        task = asyncio.current_task()
-        assert task is not None
         while self.alive or first:
-            self.idle.add(task)
-            if self.alive and not self.accepting:
-                self._accepting(True)  # it may be closed to make room for a new one
             try:
-                raw = await read_head(reader, self.limits, first=first)
-                self.idle.discard(task)
-                if raw is None:
-                    return
-                head = parse_head(self.parser_cfg, raw, client, self.limits)
-                body = await read_body(reader, writer, head, self.limits)
-                take_body(head, body, client)
-                data = raw + body
+                found = await self._read(reader, writer, client, first=first)
             except HttpError as exc:
                 self.rejected(exc.code)
                 await self._send(writer, exc.response())
                 return
-            finally:
-                self.idle.discard(task)
-            keep = self.alive and self.limits.keepalive > 0
-            started = time.perf_counter()
-            outcome = await self._on_loop(head, data, client, keep)
-            if outcome is not None:
-                self._log_access(head, outcome, client, started)
-            else:
-                outcome = await self._dispatch(head, client, server)
+            if found is None:
+                return
+            head, data = found
+            outcome = await self._answer(head, data, client, server, writer)
             await self._send(writer, outcome.data)
             if not outcome.keep_alive:
                 return
             first = False
+
+    async def _read(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        client: Any,
+        *,
+        first: bool,
+    ) -> tuple[Head, bytes] | None:
+        """The next request, parsed, its body read (None: the client is done), the connection
+        counted idle while it waits for the head."""
+        task = asyncio.current_task()
+        assert task is not None
+        self.idle.add(task)
+        if self.alive and not self.accepting:
+            self._accepting(True)  # it may be closed to make room for a new one
+        try:
+            raw = await read_head(reader, self.limits, first=first)
+        finally:
+            self.idle.discard(task)
+        if raw is None:
+            return None
+        head = parse_head(self.parser_cfg, raw, client, self.limits)
+        body = await read_body(reader, writer, head, self.limits)
+        take_body(head, body, client)
+        return head, raw + body
+
+    async def _answer(
+        self, head: Head, data: bytes, client: Any, server: Any, writer: asyncio.StreamWriter
+    ) -> Outcome:
+        """The answer, on the loop or on a thread, if the request has not waited past its
+        budget before the loop read it (:mod:`recengine.web.admission`; health exempt)."""
+        health = head.path.split("?", 1)[0].startswith(HEALTH_PATH)  # and any sub-path
+        # not counted: what it waited before this worker began serving (while it booted)
+        since = time.monotonic() - self.serving_since
+        waited = min(kernel_wait(writer.get_extra_info("socket")) or 0.0, since)
+        if not health and not self.admission.admit(waited):
+            return self._overloaded()
+        keep = self.alive and self.limits.keepalive > 0
+        started = time.perf_counter()
+        outcome = await self._on_loop(head, data, client, keep)
+        if outcome is not None:
+            self._log_access(head, outcome, client, started)
+            return outcome
+        return await self._dispatch(head, client, server, health=health, waited=waited)
+
+    def _overloaded(self) -> Outcome:
+        """503 ``overloaded`` with Retry-After: the request waited past its budget."""
+        self.rejected("overloaded")
+        message = "the server is busy: try again shortly"
+        headers = {"Retry-After": str(RETRY_AFTER_S)}
+        return Outcome(error_response(503, "overloaded", message, headers), False)
 
     async def _on_loop(self, head: Any, data: bytes, client: Any, keep: bool) -> Outcome | None:
         """The first answerer's outcome (None: the request goes to a thread), the connection
@@ -416,6 +370,8 @@ class Worker(base.Worker):  # type: ignore[misc]
 
     async def _send(self, writer: asyncio.StreamWriter, data: bytes) -> None:
         writer.write(data)
+        if not writer.transport.get_write_buffer_size():
+            return  # all sent at once (a small answer): no deadline to watch
         try:
             await asyncio.wait_for(writer.drain(), self.limits.body_timeout)
         except TimeoutError:
@@ -423,14 +379,13 @@ class Worker(base.Worker):  # type: ignore[misc]
 
     # -- requests ------------------------------------------------------------------------
 
-    async def _dispatch(self, head: Head, client: Any, server: Any) -> Outcome:
+    async def _dispatch(
+        self, head: Head, client: Any, server: Any, *, health: bool, waited: float
+    ) -> Outcome:
         path = head.path
-        health = path.split("?", 1)[0].startswith(HEALTH_PATH)  # and any health sub-path
-        if not await self.slots.acquire(priority=health):
-            self.rejected("overloaded")
-            message = "the server is busy: try again shortly"
-            headers = {"Retry-After": str(RETRY_AFTER_S)}
-            return Outcome(error_response(503, "overloaded", message, headers), False)
+        slots = self.health_slots if health else self.slots
+        if not await slots.acquire(waited=0.0 if health else waited):
+            return self._overloaded()
         timeout = float(self.cfg.timeout)
         deadline = time.monotonic() + timeout
         keep_alive = self.alive and self.limits.keepalive > 0
@@ -447,7 +402,7 @@ class Worker(base.Worker):  # type: ignore[misc]
             )
 
         future = asyncio.wrap_future(self.pool.submit(job))
-        future.add_done_callback(lambda _: self.slots.release())
+        future.add_done_callback(lambda _: slots.release())
         self._count_request()
         done, _ = await asyncio.wait([future], timeout=timeout)
         if not done:

@@ -18,7 +18,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings
 from recengine.storage.db import make_session_factory
 from recengine.storage.feedback import totals_by
-from recengine.web.worker import ACCEPT_DELAY_MAX, ACCEPT_DELAY_PER_CONNECTION, Worker, accept_delay
+from recengine.web.connections import ACCEPT_DELAY_MAX, ACCEPT_DELAY_PER_CONNECTION, accept_delay
+from recengine.web.worker import Worker
 from tests.factories import record
 from tests.web.conftest import AUTH
 from tests.web.serving import call, served

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from recengine.web.admission import Admission
 from recengine.web.slots import Slots
 
 
@@ -148,3 +149,31 @@ def test_codel_needs_both_target_and_interval() -> None:
         Slots(1, 1.0, target=0.01)
     with pytest.raises(ValueError, match="target and interval"):
         Slots(1, 1.0, target=0.0, interval=0.1)
+
+
+def test_a_request_that_waited_before_it_was_read_has_only_the_rest_of_its_budget() -> None:
+    async def scenario() -> tuple[bool, bool, int]:
+        slots = Slots(1, budget=10)
+        assert await slots.acquire()
+        past = await slots.acquire(waited=11)  # refused at once, not after 10 s more
+        within = asyncio.create_task(slots.acquire(waited=9.9))
+        await asyncio.sleep(0.3)  # its last 0.1 s ran out
+        return past, within.done() and not within.result(), slots.shed
+
+    assert asyncio.run(scenario()) == (False, True, 2)
+
+
+def test_the_loop_admits_within_the_budget_and_within_the_target_once_waits_stand() -> None:
+    """``web.admission``: the threads' rule for the wait before the loop read a request."""
+    now = [0.0]
+    rule = Admission(budget=0.25, target=0.01, interval=0.1, clock=lambda: now[0])
+    assert rule.admit(0.2) and not rule.admit(0.3)  # the budget, while waits are short
+    now[0] = 0.05
+    assert rule.admit(0.1)  # over the target for 0.05 s only: not standing yet
+    now[0] = 0.2
+    assert not rule.admit(0.1)  # every request over the target for 0.2 s: the queue stands
+    assert rule.admit(0.005)  # a short wait: the queue emptied
+    now[0] = 5.0
+    assert rule.admit(0.1)  # the first long wait after that: the budget again
+    assert rule.shed == 2
+    assert Admission(budget=0.25).admit(0.2) and not Admission(budget=0.25).admit(0.3)

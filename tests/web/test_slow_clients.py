@@ -230,7 +230,7 @@ def test_past_capacity_requests_are_shed_with_503_and_health_is_not(
     """One worker, one thread, held by a write waiting for a lock: a read waits its budget and
     is refused with Retry-After; a health check waits its turn and is answered."""
     engine = make_engine(sqlite_settings.resolved_database_url)
-    env = server_env(sqlite_settings, RECENGINE_WEB__QUEUE_TIMEOUT_SECONDS="0.2")
+    env = server_env(sqlite_settings, RECENGINE_WEB__QUEUE_TIMEOUT_SECONDS="1")
     with served(serve_args(workers=1, threads=1), env) as server:
         assert call(server.url, "GET", "/api/v1/health").status == 200
         results: dict[str, Any] = {}
