@@ -59,7 +59,7 @@ from typing import Any
 
 from gunicorn.workers import base
 
-from recengine.config import load_settings
+from recengine.config import WebSettings, load_settings
 from recengine.web import dispatch
 from recengine.web.admission import LOOP_TARGET_S, Admission, kernel_wait
 from recengine.web.collector import Collector
@@ -126,6 +126,25 @@ class Worker(Acceptor, base.Worker):  # type: ignore[misc]
             max_head=MAX_HEAD_BYTES,
             max_body=web.max_body_bytes,
         )
+        self._queues(web)
+        # answered on this loop, not on a thread: cache hits, then feedback beacons
+        found_answerers = (hit_answerer(self.wsgi), beacon_answerer(self.wsgi))
+        self.answerers = [answerer for answerer in found_answerers if answerer is not None]
+        self.access_wanted = access_wanted(self.cfg, self.log)
+        self.parser_cfg = ParserConfig(self.cfg)
+        self.pool = Pool(self.cfg.threads + HEALTH_THREADS)
+        self._connection_state()
+        self.collector = Collector(web.gc_refresh_seconds)
+        self.collector.start()
+        signal_on_parent_death(signal.SIGTERM)  # a graceful stop (module docstring)
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        try:
+            asyncio.run(self._serve())
+        finally:
+            self.collector.stop()
+
+    def _queues(self, web: WebSettings) -> None:
+        """The admission rule of the loop's queue and of the threads' (module docstring)."""
         codel = web.queue_target_seconds > 0
         target = web.queue_target_seconds if codel else None
         interval = web.queue_interval_seconds if codel else None
@@ -134,12 +153,10 @@ class Worker(Acceptor, base.Worker):  # type: ignore[misc]
         self.health_slots = Slots(HEALTH_THREADS, web.queue_timeout_seconds)
         loop_target = LOOP_TARGET_S if codel else None
         self.admission = Admission(web.queue_timeout_seconds, loop_target, interval)
-        # answered on this loop, not on a thread: cache hits, then feedback beacons
-        found_answerers = (hit_answerer(self.wsgi), beacon_answerer(self.wsgi))
-        self.answerers = [answerer for answerer in found_answerers if answerer is not None]
-        self.access_wanted = access_wanted(self.cfg, self.log)
-        self.parser_cfg = ParserConfig(self.cfg)
-        self.pool = Pool(self.cfg.threads + HEALTH_THREADS)
+        self.shed_reported, self.shed_report_at = 0, time.monotonic()
+
+    def _connection_state(self) -> None:
+        """The connections' bookkeeping (:mod:`recengine.web.connections`)."""
         self.connections = 0
         self.parked = 0  # connections whose request an answerer of the loop holds
         self.idle = IdleConnections()  # waiting for a request head, oldest first
@@ -154,15 +171,6 @@ class Worker(Acceptor, base.Worker):  # type: ignore[misc]
                 files,
                 self.max_connections,
             )
-        self.shed_reported, self.shed_report_at = 0, time.monotonic()
-        self.collector = Collector(web.gc_refresh_seconds)
-        self.collector.start()
-        signal_on_parent_death(signal.SIGTERM)  # a graceful stop (module docstring)
-        sys.setswitchinterval(SWITCH_INTERVAL_S)
-        try:
-            asyncio.run(self._serve())
-        finally:
-            self.collector.stop()
 
     # -- the loop ------------------------------------------------------------------------
 

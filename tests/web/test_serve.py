@@ -7,6 +7,7 @@ SQLite and on PostgreSQL.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import select
@@ -273,6 +274,39 @@ def _bindable(port: int) -> bool:
         return True
 
 
+def _wait_until_a_worker_is_busy(base: str, workers: int) -> None:
+    """Until one of ``workers`` one-thread workers refuses a read (503): its thread is taken.
+    Asked through a kept-alive connection to each worker, as a new connection could be taken
+    by the idle one every time."""
+    parts = urlsplit(base)
+    held: dict[int, http.client.HTTPConnection] = {}
+    try:
+        for _ in range(200):
+            if len(held) == workers:
+                break
+            connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+            connection.request("GET", "/api/v1/health")
+            response = connection.getresponse()
+            response.read()
+            worker = int(response.getheader("X-Recengine-Worker", "0"))
+            if worker in held:
+                connection.close()
+            else:
+                held[worker] = connection
+        assert len(held) == workers, held
+        for _ in range(600):
+            for connection in held.values():
+                connection.request("GET", "/api/v1/articles/none")
+                response = connection.getresponse()
+                response.read()
+                if response.status == 503:
+                    return
+        raise AssertionError("no worker's thread was taken")
+    finally:
+        for connection in held.values():
+            connection.close()
+
+
 def _logged_times(server: Served, text: str, times: int) -> bool:
     """Whether the server's log holds ``text`` ``times`` times (read by another thread: wait)."""
     for _ in range(300):
@@ -289,7 +323,7 @@ def test_a_killed_masters_workers_stop_at_once_and_a_restart_binds_the_port(
     2-12 s, holding the port, so a restart failed "port in use". Now each is told at once,
     closes its listening socket and exits once its running request is answered: the port can
     be bound while one still runs a write, and that write is answered, not lost."""
-    from tests.web.test_slow_clients import READ_TIMEOUT, wait_until_busy, write_lock
+    from tests.web.test_slow_clients import READ_TIMEOUT, write_lock
 
     args = ["serve", "--port", "0", "--workers", "2", "--threads", "1"]
     with served(args, server_env(settings)) as server:
@@ -304,7 +338,7 @@ def test_a_killed_masters_workers_stop_at_once_and_a_restart_binds_the_port(
                     )
                 )
                 writer.start()
-                wait_until_busy(server.url)  # the write runs on one worker, waiting for the lock
+                _wait_until_a_worker_is_busy(server.url, 2)  # running the write, waiting
                 os.kill(server.pid, signal.SIGKILL)
                 assert _logged_times(server, "is gone: stopped accepting", 2), server.log
                 with pytest.raises(ConnectionRefusedError):
