@@ -15,7 +15,6 @@ alone, for the answers of the loop and of the threads alike.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from email.utils import formatdate
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from recengine.web.errors import too_large_message
+from recengine.web.errors import error_body, too_large_message
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 REASONS = {
@@ -70,9 +69,9 @@ class HttpError(Exception):
 def error_response(
     status: int, code: str, message: str, headers: dict[str, str] | None = None
 ) -> bytes:
-    """A complete ``Connection: close`` response with the JSON error body."""
-    body = json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False).encode()
-    return json_response(status, body, keep_alive=False, headers=headers)
+    """A complete ``Connection: close`` response with the JSON error body, written by the one
+    formatter Flask's handlers use too (``errors.error_body``)."""
+    return json_response(status, error_body(code, message), keep_alive=False, headers=headers)
 
 
 def json_response(

@@ -27,6 +27,7 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest import Ingester
 from recengine.pipeline.reindex import reindex
 from recengine.storage.db import make_session_factory
+from recengine.web.errors import error_body
 from tests.factories import javaguide_records
 from tests.web.serving import Reply, call, served
 from tests.web.test_serve import server_env
@@ -186,16 +187,20 @@ SHAPES: dict[str, bytes] = {
 TAKEN = {"absolute-form target", "Content-Length 00", "underscore in a header name"}
 
 
-def raw_status(base: str, data: bytes) -> int:
-    """The status of raw bytes sent on a new connection (``Connection: close`` added before
-    their first ``Host``)."""
+def raw_reply(base: str, data: bytes) -> tuple[int, bytes]:
+    """The status and body of the answer to raw bytes sent on a new connection
+    (``Connection: close`` added before their first ``Host``)."""
     with connect(base) as sock:
         sock.sendall(data.replace(b"\r\nHost", b"\r\nConnection: close\r\nHost", 1))
         sock.shutdown(socket.SHUT_WR)
         received = b""
         while chunk := sock.recv(65536):
             received += chunk
-    return int(received.split(b" ", 2)[1])
+    return int(received.split(b" ", 2)[1]), received.partition(b"\r\n\r\n")[2]
+
+
+def raw_status(base: str, data: bytes) -> int:
+    return raw_reply(base, data)[0]
 
 
 def test_the_loop_and_the_threads_refuse_the_same_malformed_heads(
@@ -219,6 +224,12 @@ def test_the_loop_and_the_threads_refuse_the_same_malformed_heads(
         assert {name for name, (status, _) in found.items() if status == 200} == TAKEN, found
         refused = [status for name, (status, _) in found.items() if name not in TAKEN]
         assert all(400 <= status < 500 for status in refused), found
+        # the loop writes its error bodies with the formatter Flask's handlers use
+        for name, shape in SHAPES.items():
+            if name not in TAKEN:
+                _, body = raw_reply(server.url, shape.replace(b"{t}", path.encode()))
+                error = json.loads(body)["error"]
+                assert body == error_body(error["code"], error["message"]), name
         # the loop still answers stored lists
         assert call(server.url, "GET", path).status == 200
 
