@@ -8,6 +8,7 @@ from flask.testing import FlaskClient
 
 from recengine.config import Settings
 from recengine.web.schemas import Filters, build_models, query_names
+from tests.web.conftest import AUTH
 
 RELATED = "/api/v1/articles/{article_id}/related"
 FEED = "/api/v1/users/{user}/feed"
@@ -48,7 +49,9 @@ def test_every_accepted_query_parameter_is_declared(
         for p in parameters:
             if p["name"] in Filters.ALIASES:
                 assert "command line" in p["description"], p
-    both = client.get("/api/v1/users/u/feed?after=2024-01-01&published_after=2024-01-01")
+    both = client.get(
+        "/api/v1/users/u/feed?after=2024-01-01&published_after=2024-01-01", headers=AUTH
+    )
     assert both.status_code == 422 and "not both" in both.get_json()["error"]["message"]
 
 

@@ -115,11 +115,15 @@ def test_the_app_reads_a_raw_utf8_query_and_refuses_one_it_cannot_decode(
         assert_not_utf8(response.status_code, assert_error(response, 400, "bad_request"))
 
 
-def raw_get(base: str, target: bytes) -> tuple[int, dict[str, Any]]:
-    """GET with the target's bytes as they are (http.client would refuse raw UTF-8)."""
+def raw_get(base: str, target: bytes, key: bool = False) -> tuple[int, dict[str, Any]]:
+    """GET with the target's bytes as they are (http.client would refuse raw UTF-8); with the
+    API key when ``key`` (a reader's feed needs it)."""
     parts = urlsplit(base)
+    auth = f"Authorization: {AUTH['Authorization']}\r\n".encode() if key else b""
     with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
-        sock.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        sock.sendall(
+            b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n" + auth + b"Connection: close\r\n\r\n"
+        )
         data = b""
         while chunk := sock.recv(65536):
             data += chunk
@@ -138,7 +142,7 @@ def test_the_server_answers_a_url_typed_with_raw_utf8(
         assert encoded.status == 200 and encoded.json()["items"]
         status, body = raw_get(server.url, f"{path}?tags={TAG}&min_score=0".encode())
         assert status == 200 and body == encoded.json()
-        status, body = raw_get(server.url, f"/api/v1/users/读者/feed?tags={TAG}".encode())
+        status, body = raw_get(server.url, f"/api/v1/users/读者/feed?tags={TAG}".encode(), key=True)
         assert status == 200 and body["user"] == "读者", body
         for query in NOT_UTF8:
             status, body = raw_get(server.url, f"{path}?".encode() + query.encode("latin-1"))
