@@ -78,8 +78,8 @@ from bench import feedback_mix, loadgen, overload
 from bench.corpus import real_docs, resample
 from recengine.config import Settings, load_settings
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.storage.articles import count_live
 from recengine.storage.db import make_engine, make_session_factory, transaction
 from recengine.storage.migrate import upgrade

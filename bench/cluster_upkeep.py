@@ -41,8 +41,8 @@ from sqlalchemy import select
 from bench.corpus import inews_docs
 from bench.store import sqlite_store
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.recommend.overrides import NewOverride, Overrides
 from recengine.storage.db import transaction
 from recengine.storage.models import Article, ClusterMember

@@ -39,8 +39,8 @@ from recengine.features.fingerprint import count_fingerprints, fingerprints
 from recengine.features.hashing import TermHasher, term_hash
 from recengine.features.tfidf import TfidfVectorizer, fit_idf
 from recengine.pipeline.featurize import Featurizer, text_of
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.text.tokenize import build_tokenizer
 
 

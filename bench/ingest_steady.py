@@ -32,8 +32,8 @@ import rjieba
 from bench.corpus import Doc, long_docs, real_docs
 from recengine.config import load_settings
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 

@@ -29,7 +29,7 @@ import numpy as np
 from bench.api_load import RESULTS, build
 from recengine.config import load_settings
 from recengine.features.lsa import fit_lsa, householder, orthonormal
-from recengine.pipeline.dense import sample_ids, sample_vectors
+from recengine.pipeline.reindex.dense_fit import sample_ids, sample_vectors
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.state import read_state
 

@@ -48,7 +48,7 @@ from recengine.features.neardup import NearDupCriterion
 from recengine.features.simhash import hamming_many
 from recengine.features.tfidf import SparseVector, TfidfVectorizer, fit_idf
 from recengine.index.neardup import NearDupIndex
-from recengine.pipeline.clustering import assign, rank_key, verify_pairs
+from recengine.pipeline.clusters.leader_rule import assign, rank_key, verify_pairs
 from recengine.pipeline.featurize import Featurizer, text_of
 from recengine.text.compare import Compared, article_passages
 from recengine.text.passages import Passages
@@ -133,7 +133,7 @@ def verified(
 
 def cluster_pairs(edges_pairs: Pairs, n: int) -> Pairs:
     """Pairs of articles in one leader cluster (undated: rank = position)."""
-    from recengine.pipeline.clustering import Edge
+    from recengine.pipeline.clusters.leader_rule import Edge
 
     edges = [Edge(a, b, 0, 1.0) for a, b in sorted(edges_pairs)]
     members = assign({i: rank_key(i, None) for i in range(n)}, edges)

@@ -45,8 +45,8 @@ import psutil
 from bench.recluster import PeakRss
 from recengine.index.neardup import NearDupIndex, Pairs, as_codes
 from recengine.index.passages import PassageIndex
-from recengine.pipeline.clustering import Edge
-from recengine.pipeline.rank_blocks import leader_blocks
+from recengine.pipeline.clusters.leader_pass import leader_blocks
+from recengine.pipeline.clusters.leader_rule import Edge
 
 T = TypeVar("T")
 QUERIES = 2_000
@@ -143,8 +143,8 @@ def run_recengine(fps: np.ndarray, planted: np.ndarray, k: int, budget: float) -
 
 def run_leader(fps: np.ndarray, planted: np.ndarray, k: int) -> None:
     """What ``recengine reindex`` runs for radius candidates: the leader pass in rank blocks
-    over every fingerprint (:func:`recengine.pipeline.rank_blocks.leader_blocks`, positions as
-    ids and rank order, so planted copies rank after their sources), with a verification that
+    over every fingerprint (:func:`recengine.pipeline.clusters.leader_pass.leader_blocks`, positions
+    as ids and rank order, so planted copies rank after their sources), with a verification that
     always passes and no passage pairs: the candidate work alone, no SQL, no texts."""
     none = Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint8))
 

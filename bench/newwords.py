@@ -7,8 +7,8 @@ tokenizer under test emits it as one token, at most as often as the HMM segmenta
 the share is the sum of survivals over the sum of occurrences.
 
 Tokenizers compared: the shipped one (dictionary, HMM off) and the same with the words
-:func:`recengine.pipeline.newwords.words_in` finds on the corpus (a sample of ``--sample-mb``
-MB of text: what a reindex with ``tokenizer.new_words`` finds), built as a
+:func:`recengine.pipeline.reindex.new_words.words_in` finds on the corpus (a sample of
+``--sample-mb`` MB of text: what a reindex with ``tokenizer.new_words`` finds), built as a
 model with those words builds it in every process (``build_tokenizer(settings, words)``).
 Also: discovery time and the number of words. Shares are given for all names, for names in at
 least 2 and 5 articles (a name in one article only cannot be learned from counts across
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from bench.corpus import inews_docs
 from recengine.config import Settings, load_settings
-from recengine.pipeline.newwords import words_in
+from recengine.pipeline.reindex.new_words import words_in
 from recengine.text.clean import clean
 from recengine.text.newwords import DiscoveryParams
 from recengine.text.tokenize import Tokenizer, build_tokenizer
@@ -118,7 +118,7 @@ def report(
         f"{label}: discovery on {n_sample} articles: {len(words):,} words in {elapsed:.1f} s; "
         f"some: {' '.join(words[:: max(1, len(words) // 40)][:40])}"
     )
-    # the tokenizer a model with these words gives every process (pipeline.newwords)
+    # the tokenizer a model with these words gives every process (pipeline.reindex.new_words)
     tokenizer = build_tokenizer(settings.tokenizer, words)
     show(tokenizer, texts, names, label)
 

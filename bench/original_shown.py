@@ -33,8 +33,8 @@ import numpy as np
 from bench.store import sqlite_store
 from recengine.pipeline.demo_corpus import inews_records
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.clusters import clusters_of

@@ -8,7 +8,7 @@ duration; the time each write spent waiting for the writers' lock itself (its
 ``state.begin_write``, which blocks while another transaction holds the lock) is kept apart as
 its *wait*: what a reindex can block a writer for, without the writer's own work (tokenizing,
 or opening the new model version's index after a switch, outside the lock). Used by
-``bench.reindex_under_writes`` and ``tests/test_reindex_under_writes.py``.
+``bench.reindex_under_writes`` and ``tests/reindex/test_reindex_under_writes.py``.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class Writes:
 
 def _timed_lock(waited: list[float]) -> None:
     """Make this process's ingest time its ``begin_write`` calls into ``waited``."""
-    from recengine.pipeline import ingest
+    from recengine.pipeline.ingest import ingester as ingest
 
     begin_write = ingest.begin_write
 
@@ -66,7 +66,7 @@ def _write_loop(
 ) -> None:
     from recengine.config import load_settings
     from recengine.pipeline.featurize import Featurizer
-    from recengine.pipeline.ingest import Ingester
+    from recengine.pipeline.ingest.ingester import Ingester
     from recengine.storage.db import make_engine, make_session_factory
 
     settings = load_settings(overrides)

@@ -38,10 +38,10 @@ from bench.cluster_upkeep import templated
 from bench.corpus import inews_docs
 from bench.store import sqlite_store
 from recengine.index.candidates import Candidates
-from recengine.pipeline.dedup import Deduplicator
+from recengine.pipeline.clusters.upkeep import Deduplicator
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.storage.db import transaction
 from recengine.storage.models import ClusterMember
 from recengine.storage.state import read_state

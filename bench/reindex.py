@@ -34,9 +34,9 @@ from bench.corpus import Doc, real_docs, resample_mixed
 from bench.store import sqlite_store
 from recengine.config import Settings
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.parallel import AnalysisPool
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
+from recengine.pipeline.reindex.pool import AnalysisPool
 
 
 def database(folder: Path, docs: list[Doc], **overrides: Any) -> tuple[Settings, Any]:
@@ -86,8 +86,8 @@ def local_run(settings: Settings, factory: Any, workers: int) -> float:
 
 
 def spark_run(settings: Settings, factory: Any, master: str) -> float:
-    from recengine.pipeline.spark.job import spark_reindex
-    from recengine.pipeline.spark.session import spark_session
+    from recengine.pipeline.reindex.spark.job import spark_reindex
+    from recengine.pipeline.reindex.spark.session import spark_session
 
     featurizer = Featurizer(settings)
     start, cpu = time.perf_counter(), cpu_seconds()

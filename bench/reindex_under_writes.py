@@ -30,10 +30,10 @@ from bench.corpus import real_docs, resample_mixed
 from bench.paced_writer import PacedWriter, Writes
 from bench.store import sqlite_store
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.parallel import AnalysisPool
-from recengine.pipeline.reindex import reindex
-from recengine.pipeline.versions import ReindexResult
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
+from recengine.pipeline.reindex.pool import AnalysisPool
+from recengine.pipeline.reindex.versions import ReindexResult
 
 
 class Phases:

@@ -30,8 +30,8 @@ from recengine.config import Settings
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import SparseVector
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.storage.clusters import clusters_of
 from recengine.storage.models import Article, ArticleFeatures
 from recengine.storage.state import read_state

@@ -98,8 +98,8 @@ def tfidf_matrix(
 
 def new_words_matrix(docs: Sequence[Doc], settings: Any) -> sp.csr_matrix:
     """The TF-IDF matrix with the words discovered on these texts, as a reindex with
-    ``tokenizer.new_words`` finds and uses them (``pipeline.newwords.words_in``)."""
-    from recengine.pipeline.newwords import words_in
+    ``tokenizer.new_words`` finds and uses them (``pipeline.reindex.new_words.words_in``)."""
+    from recengine.pipeline.reindex.new_words import words_in
     from recengine.text.newwords import DiscoveryParams
 
     featurizer = Featurizer(settings)

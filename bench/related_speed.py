@@ -8,7 +8,7 @@ For each size, in one process (single-threaded, as a server worker answers one r
 * index build from SQL (``LiveIndex`` first use: read every article's features, build the
   segment, save it) and load of the saved file by a second process-like instance;
 * memory: the segment's arrays, and the process's resident size before and after the build;
-* the dense part's model fitted as a reindex fits it (``pipeline.dense.fit_dense``; the
+* the dense part's model fitted as a reindex fits it (``pipeline.reindex.dense_fit.fit_dense``; the
   synthetic database is written without a reindex), its fit time and bytes per article;
 * one related query through the Python API (``RelatedArticles.related``, k = 10: engine state
   check, SQL look-ups, sparse and dense candidates, exact blended score, suppression,
@@ -39,7 +39,7 @@ import scipy.sparse as sp
 from bench.related_synthetic import write_database
 from recengine.config import load_settings
 from recengine.index.view import RowFilter, SearchParams
-from recengine.pipeline.dense import fit_dense
+from recengine.pipeline.reindex.dense_fit import fit_dense
 from recengine.recommend.live import LiveIndex, search_params
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.db import make_engine, make_session_factory

@@ -34,7 +34,7 @@ from pathlib import Path
 # figure: the children are reaped).
 POOL = (
     "from recengine.config import load_settings\n"
-    "from recengine.pipeline.parallel import AnalysisPool\n"
+    "from recengine.pipeline.reindex.pool import AnalysisPool\n"
     "with AnalysisPool(load_settings(), workers=2) as pool:\n"
     "    pool.count_texts(['今天 天气 很好', '明天 下雨'] * 4)\n"
 )

@@ -135,7 +135,7 @@ def spark() -> Iterator[Any]:
     and its Python workers cost seconds of CPU. Session-scoped, so the files that use it run on
     one xdist worker (``SHARED_SPARK``) and start it once."""
     from recengine.config import SparkSettings
-    from recengine.pipeline.spark.session import spark_session
+    from recengine.pipeline.reindex.spark.session import spark_session
 
     session, created = spark_session(SparkSettings(master="local[2]", partitions=4))
     yield session
@@ -145,7 +145,7 @@ def spark() -> Iterator[Any]:
 
 # Test files using the ``spark`` fixture: ``--dist loadfile`` hands them to one worker as one
 # unit (``pytest_xdist_make_scheduler``), so that the session's JVM starts once, not per file.
-SHARED_SPARK = ("tests/test_spark.py", "tests/test_overrides_clusters.py")
+SHARED_SPARK = ("tests/reindex/test_spark.py", "tests/clusters/test_overrides_clusters.py")
 
 
 @pytest.hookimpl(optionalhook=True)

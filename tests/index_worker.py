@@ -23,10 +23,10 @@ import numpy as np
 from recengine.config import Settings, load_settings
 from recengine.derived.registry import followers
 from recengine.index.follower import Follower
-from recengine.pipeline.dedup import Deduplicator
+from recengine.pipeline.clusters.upkeep import Deduplicator
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.storage.articles import get_article, soft_delete
 from recengine.storage.db import make_engine, make_session_factory, transaction
 from recengine.storage.index_rows import SqlIndexRows

@@ -3,7 +3,7 @@ master, workers, driver and executors).
 
 They are small and short-lived (a job of a few hundred articles): the client compiler only
 and the serial collector start them faster than the server defaults. Measured on the cluster
-test, quiet machine: 49.6 / 51.2 s -> 38.3 / 38.0 / 36.2 s; on tests/test_spark.py 53.5 ->
+test, quiet machine: 49.6 / 51.2 s -> 38.3 / 38.0 / 36.2 s; on tests/reindex/test_spark.py 53.5 ->
 46.7 s. The product keeps the JVM's defaults: a real job runs long enough for the optimising
 compiler to pay.
 """

@@ -31,8 +31,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.storage.state import read_state

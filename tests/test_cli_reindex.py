@@ -1,4 +1,5 @@
-"""``recengine reindex`` options through click's runner (the Spark engine: tests/test_spark.py)."""
+"""``recengine reindex`` options through click's runner (the Spark engine:
+tests/reindex/test_spark.py)."""
 
 from __future__ import annotations
 

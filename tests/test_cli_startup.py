@@ -34,8 +34,8 @@ print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 WORKER = """
 import json, sys
 from recengine.config import load_settings
-from recengine.pipeline import parallel
-parallel._init_worker(load_settings(), ())
+from recengine.pipeline.reindex import pool
+pool._init_worker(load_settings(), ())
 print(json.dumps(sorted(sys.modules)))
 """
 

@@ -34,12 +34,12 @@ from recengine.config import Settings, load_settings
 from recengine.features.hashing import term_hash
 from recengine.features.simhash import simhash_many
 from recengine.features.tfidf import IdfModel, SparseVector, fit_idf
-from recengine.pipeline.dedup import Deduplicator
+from recengine.pipeline.clusters.upkeep import Deduplicator
 from recengine.pipeline.featurize import FeatureRow, Featurizer, text_of
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.parallel import AnalysisPool
-from recengine.pipeline.reindex import reindex
-from recengine.pipeline.versions import write_features
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
+from recengine.pipeline.reindex.pool import AnalysisPool
+from recengine.pipeline.reindex.versions import write_features
 from recengine.storage.db import make_engine, make_session_factory, transaction
 from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings
 from recengine.errors import InvalidRequest, NotFound
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.ingest.ingester import Ingester
 from recengine.recommend.feed import ReaderFeeds
 from recengine.recommend.live import LiveIndex
 from recengine.storage.models import ReaderEvent

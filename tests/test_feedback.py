@@ -15,7 +15,7 @@ from recengine.config import Settings
 from recengine.errors import InvalidRequest, NotFound, Overloaded, RateLimited
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.feedback import CLICK, IMPRESSION, Event, FeedbackCounter, TokenBuckets
-from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.ingest.ingester import Ingester
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.feedback import counts_between, totals_by
 from recengine.storage.models import FeedbackCount

@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.features.hashing import TermHasher
 from recengine.features.tfidf import IdfModel, SparseVector
 from recengine.pipeline.featurize import Featurizer, model_params, text_hash, text_of
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.features import load_model_payload
 from recengine.storage.migrate import upgrade

@@ -16,8 +16,8 @@ from recengine.derived.indexes import index_directory
 from recengine.derived.registry import KINDS, followers
 from recengine.index.container import load_arrays, save_arrays, saved_files
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.storage.db import transaction
 from recengine.storage.index_rows import SqlIndexRows
 from tests.factories import javaguide_records

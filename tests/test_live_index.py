@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
 from tests.factories import javaguide_records

@@ -19,7 +19,7 @@ from recengine.config import load_settings
 from recengine.features.fingerprint import count_fingerprints
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import TfidfVectorizer, fit_idf
-from recengine.pipeline.clustering import cluster_corpus, rank_key
+from recengine.pipeline.clusters.leader_rule import cluster_corpus, rank_key
 from recengine.pipeline.featurize import Featurizer
 from recengine.text.clean import clean
 from recengine.text.compare import article_passages

@@ -17,8 +17,8 @@ from recengine.index.container import FileHeader, IndexFileError, load_arrays, s
 from recengine.index.follower import Follower
 from recengine.index.neardup import NearDupIndex
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.storage.db import transaction
 from recengine.storage.index_rows import SqlIndexRows
 from tests.neardup_helpers import corpus
@@ -148,7 +148,7 @@ def test_a_rolled_back_write_is_forgotten(
     def crash(**_: object) -> None:
         raise RuntimeError("crash after the index saw the batch, before commit")
 
-    monkeypatch.setattr("recengine.pipeline.dedup.replace_member_rows", crash)
+    monkeypatch.setattr("recengine.pipeline.clusters.upkeep.replace_member_rows", crash)
     with pytest.raises(RuntimeError):
         ingester.ingest_records(reposts)
     monkeypatch.undo()

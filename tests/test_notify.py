@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.ingest.ingester import Ingester
 from recengine.recommend.live import LiveIndex
 from recengine.storage.db import transaction
 from recengine.storage.notify import ChangeListener, conninfo, listens

@@ -17,9 +17,9 @@ from recengine.index.candidates import Candidates
 from recengine.index.neardup import NearDupIndex
 from recengine.index.passages import PassageIndex
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.incremental import reindex_incremental
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
+from recengine.pipeline.reindex.incremental import reindex_incremental
 from recengine.storage.db import transaction
 from recengine.storage.models import Article
 from recengine.storage.state import begin_write

@@ -16,8 +16,8 @@ from recengine.features.neardup import NearDupCriterion
 from recengine.features.simhash import hamming
 from recengine.pipeline.demo_corpus import inews_records
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.recommend.criterion import DuplicateCriterion
 from recengine.recommend.feed import ReaderFeeds
 from recengine.recommend.live import LiveIndex

@@ -18,8 +18,8 @@ from recengine.features.lsa import LsaModel
 from recengine.features.tfidf import SparseVector
 from recengine.index.view import RowFilter
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.recommend.blend import dense_query, ranked
 from recengine.recommend.live import search_params
 from recengine.recommend.related import RelatedArticles

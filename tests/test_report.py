@@ -18,8 +18,8 @@ from recengine.cli.context import CliContext
 from recengine.config import Settings
 from recengine.features.simhash import hamming_many
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.report.data import gather, nearest_distances
 from recengine.storage.models import ClusterMember
 from tests.factories import javaguide_records

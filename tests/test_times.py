@@ -25,9 +25,9 @@ from recengine.cli.context import CliContext
 from recengine.config import Settings
 from recengine.errors import InvalidRecord, InvalidRequest
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.records import parse_record
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.ingest.records import parse_record
+from recengine.pipeline.reindex.full import reindex
 from recengine.recommend.feed import ReaderFeeds
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles

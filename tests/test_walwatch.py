@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.ingest.ingester import Ingester
 from recengine.storage.db import transaction
 from recengine.storage.state import begin_write
 from recengine.storage.walwatch import WalWatch, watched_file

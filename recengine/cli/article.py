@@ -2,8 +2,8 @@
 
 The same use cases, rules and JSON bodies as ``GET /api/v1/articles/<id>``, ``GET
 /api/v1/articles?after=&limit=`` and ``DELETE /api/v1/articles/<id>`` (``recommend.articles``,
-``pipeline.ingest.Ingester.delete``): a deleted article is not found, deleting one leaves every
-list at once and updates its cluster in the same transaction, and storing it again brings it
+``pipeline.ingest.ingester.Ingester.delete``): a deleted article is not found, deleting one leaves
+every list at once and updates its cluster in the same transaction, and storing it again brings it
 back.
 """
 
@@ -98,7 +98,7 @@ def list_command(ctx: CliContext, cursor: int, limit: int, fmt: str) -> None:
 def delete_command(ctx: CliContext, article_id: str, fmt: str) -> None:
     """Delete ARTICLE_ID: it leaves every list and feed at once; storing it again brings it
     back (json: the body of DELETE /api/v1/articles/<id>)."""
-    from recengine.pipeline.ingest import Ingester
+    from recengine.pipeline.ingest.ingester import Ingester
     from recengine.recommend.params import check_id
 
     with Ingester(ctx.factory, ctx.featurizer) as ingester:

@@ -20,7 +20,7 @@ from recengine.cli.context import CliContext
 from recengine.cli.params import Integer
 from recengine.cli.progress import PhaseProgress
 from recengine.pipeline.demo_corpus import OPENING, inews_records, require_corpus
-from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.ingest.ingester import Ingester
 from recengine.storage.migrate import upgrade
 
 

@@ -14,8 +14,8 @@ from recengine.jsontext import printable
 
 if TYPE_CHECKING:
     from recengine.cli.context import CliContext
-    from recengine.pipeline.ingest import IngestSummary
-    from recengine.pipeline.readers import Format
+    from recengine.pipeline.ingest.ingester import IngestSummary
+    from recengine.pipeline.ingest.readers import Format
 
 SHOWN_REJECTIONS = 20
 INPUT_FORMATS = ("jsonl", "json", "csv", "tsv")
@@ -88,8 +88,8 @@ def ingest(
         fmt, output = cast("Format", output), "text"
     as_json = as_json or output == "json"
     from recengine.cli.progress import PhaseProgress
-    from recengine.pipeline.ingest import Ingester
-    from recengine.pipeline.readers import read_file, read_stream
+    from recengine.pipeline.ingest.ingester import Ingester
+    from recengine.pipeline.ingest.readers import read_file, read_stream
 
     names = [c.strip() for c in columns.split(",")] if columns else None
     size, extra = ctx.settings.ingest.max_record_bytes, ctx.settings.ingest.extra_fields
@@ -125,7 +125,7 @@ def _settle(ctx: CliContext) -> None:
     of a reindex interrupted after its switch. So the same command run again after a kill ends
     where an uninterrupted run would have."""
     from recengine.cli import reindex as reindex_cmd
-    from recengine.pipeline.reindex_run import finish_after_switch, needs_first_model
+    from recengine.pipeline.reindex.run import finish_after_switch, needs_first_model
 
     if needs_first_model(ctx.factory):
         click.echo("no IDF model yet: fitting the first one on the stored articles", err=True)

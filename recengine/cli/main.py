@@ -141,7 +141,7 @@ class _Group(click.Group):
         except OSError as exc:  # unreadable files, full disks, permissions
             _fail(ctx, f"error: {exc}", EXIT_BAD_INPUT)
         except KeyboardInterrupt as exc:
-            detail = str(exc)  # e.g. pipeline.versions.InterruptedAfterSwitch
+            detail = str(exc)  # e.g. pipeline.reindex.versions.InterruptedAfterSwitch
             _fail(ctx, f"interrupted {detail}" if detail else "interrupted", 130)
         except Exception as exc:
             _database_error(ctx, exc)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def _use_cases(ctx: CliContext) -> Overrides:
-    from recengine.pipeline.dedup import Deduplicator
+    from recengine.pipeline.clusters.upkeep import Deduplicator
     from recengine.recommend.override_rules import DuplicatePins
     from recengine.recommend.overrides import Overrides
 

@@ -32,7 +32,7 @@ def bars_fit(stream: IO[str]) -> bool:
 
 
 class PhaseProgress:
-    """The ``Progress`` of a command (``pipeline.versions.Progress``): phases, then counts.
+    """The ``Progress`` of a command (``pipeline.reindex.versions.Progress``): phases, then counts.
 
     Args:
         command: the first word of every line and bar (``reindex``, ``ingest``).

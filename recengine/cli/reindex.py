@@ -16,7 +16,7 @@ from recengine.cli.params import Integer
 
 if TYPE_CHECKING:
     from recengine.cli.context import CliContext
-    from recengine.pipeline.versions import ReindexResult
+    from recengine.pipeline.reindex.versions import ReindexResult
 
 
 def run(
@@ -29,9 +29,9 @@ def run(
     """Reindex locally with a progress bar; print and return the summary."""
     from recengine.cli.progress import PhaseProgress
     from recengine.cli.reindex_output import echo_result
-    from recengine.pipeline.incremental import reindex_incremental
-    from recengine.pipeline.parallel import AnalysisPool
-    from recengine.pipeline.reindex import reindex as run_reindex
+    from recengine.pipeline.reindex.full import reindex as run_reindex
+    from recengine.pipeline.reindex.incremental import reindex_incremental
+    from recengine.pipeline.reindex.pool import AnalysisPool
 
     settings = ctx.settings
     bar = PhaseProgress("reindex")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from recengine.pipeline.versions import ReindexResult
+from recengine.pipeline.reindex.versions import ReindexResult
 
 
 def echo_result(result: ReindexResult) -> None:

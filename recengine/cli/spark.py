@@ -13,10 +13,10 @@ from pathlib import Path
 from recengine.cli.context import CliContext
 from recengine.cli.progress import PhaseProgress
 from recengine.cli.reindex_output import echo_result
-from recengine.pipeline.parallel import AnalysisPool
-from recengine.pipeline.spark.job import SparkInput, spark_reindex
-from recengine.pipeline.spark.session import spark_session
-from recengine.pipeline.versions import ReindexResult
+from recengine.pipeline.reindex.pool import AnalysisPool
+from recengine.pipeline.reindex.spark.job import SparkInput, spark_reindex
+from recengine.pipeline.reindex.spark.session import spark_session
+from recengine.pipeline.reindex.versions import ReindexResult
 
 
 def run(ctx: CliContext, *, master: str | None, input_path: Path | None) -> ReindexResult:

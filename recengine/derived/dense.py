@@ -3,10 +3,10 @@
 Rows: each live article's stored TF-IDF ``vector`` (nothing else: the filters and the exact
 TF-IDF score come from the related index). Each becomes its dense vector by projection with the
 LSA model fitted for the model version (``model_parts``, name :data:`LSA_PART`, written by the
-reindex before the version became active: ``pipeline.dense``), so the index is rebuildable from
-SQL, and an article ingested after the fit is projected with the current model as soon as the
-follower catches up with it (which every query does first). A version without a fitted model
-(a corpus under ``dense.min_articles``, a database reindexed before the dense part existed)
+reindex before the version became active: ``pipeline.reindex.dense_fit``), so the index is
+rebuildable from SQL, and an article ingested after the fit is projected with the current model as
+soon as the follower catches up with it (which every query does first). A version without a fitted
+model (a corpus under ``dense.min_articles``, a database reindexed before the dense part existed)
 gets an index that is *off*: ids only, no vectors, no candidates.
 
 The held object is a :class:`DenseState`: the model and the index (``index.dense``: a main part

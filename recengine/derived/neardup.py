@@ -9,8 +9,8 @@ version.
 
 :class:`CanonicalKind` is the same index over the canonicals alone (articles with no member row
 under the version: canonicals of clusters and singletons), what a write searches for the
-canonicals it may join (``pipeline.dedup``): a templated page type puts every page within the
-radius of every other, and the full index then answers a new page with the whole cluster.
+canonicals it may join (``pipeline.clusters.upkeep``): a templated page type puts every page within
+the radius of every other, and the full index then answers a new page with the whole cluster.
 An article's presence there changes when its member row comes or goes, which another article's
 write can cause (a takeover, a canonical deleted): writers give such articles the write's
 ``seq`` (``storage.overrides.mark_changed``), so every process follows the change like an edit.

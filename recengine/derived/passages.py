@@ -71,7 +71,7 @@ class PassageKind(IndexKind[PassageIndex]):
     def build_packed(self, parts: Iterable[Packed]) -> PassageIndex:
         """The index of articles whose passages are computed already (each id once, packed by
         ``index.passages.passage_rows``): a reindex's, from what its workers computed beside
-        the tokens (``pipeline.reindex_job``), as :meth:`build`'s from SQL rows."""
+        the tokens (``pipeline.reindex.job``), as :meth:`build`'s from SQL rows."""
         index = PassageIndex(self.stop_df)
         for ids, rows, counts in parts:
             index.add_rows(ids, rows, counts)

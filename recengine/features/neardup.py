@@ -34,8 +34,8 @@ Callers that have only the stored vectors (related-article suppression of articl
 texts are not at hand) get the vectors' cosine ``>= min_cosine`` (0.93) within the radius.
 
 :meth:`NearDupCriterion.decide` is the one decision on texts, and every caller goes through
-it: the clusters of ingest, reindex and the Spark engine (``pipeline.judging``,
-``pipeline.clustering``) and the suppression of copies in related lists through
+it: the clusters of ingest, reindex and the Spark engine (``pipeline.clusters.verify``,
+``pipeline.clusters.leader_rule``) and the suppression of copies in related lists through
 :meth:`NearDupCriterion.verify` (its verdict on duplicates only, which lets a pair that fails
 stop counting early); the duplicates API through :meth:`NearDupCriterion.judge`, which adds
 the vectors' cosine and shared terms they show (and decides on the cosine when texts are
@@ -344,8 +344,8 @@ _SPARSE = 16  # one set this many times smaller than the other: looked up too
 # ~25 ns per hash of the smaller set looked up). Loading numba costs ~0.5 s, what ~20 million
 # looked-up hashes cost: a process that verifies many pairs of long articles (a bulk ingest)
 # buys it after its first few thousand verifications (:mod:`recengine.rental`); the leader pass
-# of a reindex or recluster (``pipeline.dedup``), which loads numba for its table walks anyway,
-# buys it at once.
+# of a reindex or recluster (``pipeline.clusters.upkeep``), which loads numba for its table walks
+# anyway, buys it at once.
 MERGE = Rental("recengine.features.merge_kernel", price=20_000_000, at_once=20_000_000)
 
 

@@ -110,8 +110,8 @@ class IdfModel:
         n_docs: documents the model was fitted on.
         df: term -> number of those documents containing it.
         words: the words the corpus was tokenized with beside the dictionary (discovered by
-            the reindex that fitted the model, ``pipeline.newwords``; sorted, empty when new-word
-            discovery is off): every text analysed under this model is tokenized with them.
+            the reindex that fitted the model, ``pipeline.reindex.new_words``; sorted, empty when
+            new-word discovery is off): every text analysed under this model is tokenized with them.
     """
 
     n_docs: int

@@ -1,8 +1,8 @@
 """Radius-k candidates of fingerprints in rank order, from sorted block tables (compiled).
 
-The reindex's leader pass (:mod:`recengine.pipeline.rank_blocks`) walks every article in rank
-order and asks, a block of positions at a time, two questions: which *canonicals* decided so far
-lie within Hamming ``k`` of each article, and which pairs within the block do. A FAISS radius
+The reindex's leader pass (:mod:`recengine.pipeline.clusters.leader_pass`) walks every article in
+rank order and asks, a block of positions at a time, two questions: which *canonicals* decided so
+far lie within Hamming ``k`` of each article, and which pairs within the block do. A FAISS radius
 index of the canonicals answers the first with one hash-table search per article (~50 us at
 10M: 517 s for a 10M pass, five times the FAISS self-join), and a brute-force comparison of the
 block answers the second with ``block^2 / 2`` distances whatever the data.

@@ -10,7 +10,7 @@ says how to turn rows into its index:
   (the row columns it needs beyond ``id`` and ``seq``), :attr:`IndexKind.needs_terms` (leave out
   articles whose text has no terms), :attr:`IndexKind.canonicals_only` (leave out the members of
   near-duplicate clusters under the version: writers keep an article's ``seq`` moving when its
-  member row comes or goes, ``pipeline.dedup``);
+  member row comes or goes, ``pipeline.clusters.upkeep``);
 * :meth:`IndexKind.params`: the parameters a saved file must have been built with;
 * :meth:`IndexKind.build` from pages of rows, :meth:`IndexKind.apply` drops and upserts;
 * optionally :meth:`IndexKind.for_version`: the kind bound to what was fitted with the model

@@ -17,8 +17,8 @@ commit (with the default ``index.sync_interval_s = 0``, from its commit on; see
 * **not duplicates** (a pair, or an article against all) and **same article** pairs correct
   the duplicate criterion's verdict (:meth:`Curation.correct`): a ``not_duplicate`` pair is
   never suppressed as a duplicate, whatever the fingerprints say; a ``same_article`` pair always
-  is. Clusters already carry both (``pipeline.dedup``); correcting the verdict too makes a list
-  right even for a pair of articles the clusters have not been recomputed for yet;
+  is. Clusters already carry both (``pipeline.clusters.upkeep``); correcting the verdict too makes a
+  list right even for a pair of articles the clusters have not been recomputed for yet;
 * **pins** are the query article's own, shown first in the editor's order (``recommend.related``).
 
 Most sites have few overrides or none, and reading them costs a list several statements (an

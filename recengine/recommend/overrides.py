@@ -128,7 +128,7 @@ class NewOverride:
 
 
 class ClusterMaintenance(Protocol):
-    """What keeps near-duplicate clusters right (``pipeline.dedup.Deduplicator``)."""
+    """What keeps near-duplicate clusters right (``pipeline.clusters.upkeep.Deduplicator``)."""
 
     def regroup(self, session: Session, changed: Iterable[int]) -> int:
         """Recompute the clusters ``changed`` articles are in, under the cluster overrides as

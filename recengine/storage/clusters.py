@@ -242,7 +242,7 @@ def earliest_members(
 ) -> dict[int, datetime | None]:
     """``published_at`` of the ``limit`` earliest-published members of a canonical under
     ``version`` (deleted ones included; undated ones last, then by id): one read whatever the
-    cluster's size, the caller ranks them exactly (``pipeline.clustering.rank_key``)."""
+    cluster's size, the caller ranks them exactly (``pipeline.clusters.leader_rule.rank_key``)."""
     rows = session.execute(
         select(Article.id, Article.published_at)
         .join(ClusterMember, ClusterMember.article_id == Article.id)

@@ -166,7 +166,7 @@ class ClusterMember(Base):
     score: Mapped[float | None] = mapped_column(Float)
     # The rule of the criterion that joined the member to its canonical (``score`` is its
     # figure): "resemblance" or "containment" (features.neardup), "editor" when an editor's
-    # cluster override put it there (pipeline.cluster_rules); None in rows written before the
+    # cluster override put it there (pipeline.clusters.constraints); None in rows written before the
     # rule was stored (migration 0005).
     rule: Mapped[str | None] = mapped_column(String(16))
 

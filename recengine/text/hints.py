@@ -8,8 +8,8 @@ exactly that text takes them instead of cleaning it again; one without a hint co
 value itself (the same function of the text: a hint only saves the work).
 
 It keeps the values of its two latest :meth:`TextHints.put` calls: the batch being written and
-the next one, analysed meanwhile (``pipeline.ingest``), so what it holds stays bounded by two
-batches.
+the next one, analysed meanwhile (``pipeline.ingest.ingester``), so what it holds stays bounded by
+two batches.
 """
 
 from __future__ import annotations

@@ -319,9 +319,9 @@ def build_tokenizer(settings: TokenizerSettings, words: Sequence[str] = ()) -> T
     """Create the configured tokenizer (loads a dictionary: do it once per process).
 
     The part-of-speech table comes from the on-disk cache (:mod:`recengine.text.dictionary`);
-    ``words`` (what a reindex discovered in the corpus, ``pipeline.newwords``: the IDF model's
-    :attr:`~recengine.features.tfidf.IdfModel.words`) and then the user dictionary's words go to
-    both the backend and the table through :meth:`Tokenizer.add_word`, in that order, so the
+    ``words`` (what a reindex discovered in the corpus, ``pipeline.reindex.new_words``: the IDF
+    model's :attr:`~recengine.features.tfidf.IdfModel.words`) and then the user dictionary's words
+    go to both the backend and the table through :meth:`Tokenizer.add_word`, in that order, so the
     user dictionary has the last word on a frequency or a tag. Both backends are given the
     words in the same order with the frequency jieba suggests, and cut alike with them
     (``tests/test_tokenize_backends.py``).

@@ -35,7 +35,7 @@ from recengine.errors import (
     SchemaOutOfDate,
 )
 from recengine.jsontext import printable
-from recengine.pipeline.records import describe_error
+from recengine.pipeline.ingest.records import describe_error
 from recengine.storage.db import is_busy
 from recengine.web.schemas import ErrorBody
 from recengine.web.services import discard_session

@@ -5,7 +5,7 @@ what the service accepts. Limits that are settings (batch sizes, ``k``, ``offset
 the models: :func:`build_models` makes the request models of one deployment, so its
 ``/openapi.json`` states its own limits (``maxItems``, ``maximum``).
 
-The article record is :class:`recengine.pipeline.records.ArticleRecord`, the same model that
+The article record is :class:`recengine.pipeline.ingest.records.ArticleRecord`, the same model that
 validates JSON Lines files: one record format for files and HTTP.
 """
 
@@ -32,8 +32,8 @@ from pydantic import (
 )
 
 from recengine.config import Settings
-from recengine.pipeline.record_schema import ID_PATTERN
-from recengine.pipeline.records import ArticleRecord, limited_record
+from recengine.pipeline.ingest.record_schema import ID_PATTERN
+from recengine.pipeline.ingest.records import ArticleRecord, limited_record
 from recengine.recommend.params import DECIMAL, INTEGER
 from recengine.times import TIME_SCHEMA, TIME_TEXT_SCHEMA, parse_time
 

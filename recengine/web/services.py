@@ -21,8 +21,8 @@ from recengine.config import Settings
 from recengine.features.neardup import NearDupCriterion
 from recengine.pipeline.featurize import Featurizer, compared_of
 from recengine.pipeline.feedback import FeedbackCounter
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.parallel import AnalysisPool
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.pool import AnalysisPool
 from recengine.recommend.feed import ReaderFeeds
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.override_rules import DuplicatePins

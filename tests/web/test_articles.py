@@ -108,7 +108,7 @@ def test_batch_is_counted_and_the_last_record_of_an_id_wins(client: FlaskClient)
 def test_new_articles_get_features_once_a_model_exists(
     client: FlaskClient, factory: sessionmaker[Session], featurizer: Any
 ) -> None:
-    from recengine.pipeline.reindex import reindex
+    from recengine.pipeline.reindex.full import reindex
 
     post(client, [record(i) for i in range(3)])
     reindex(factory=factory, featurizer=featurizer)
@@ -220,7 +220,7 @@ def test_internal_error_rolls_back_and_leaks_nothing(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    import recengine.pipeline.ingest as ingest
+    import recengine.pipeline.ingest.ingester as ingest
 
     def explode(**_: Any) -> None:
         raise RuntimeError("secret detail /srv/recengine/passwords.txt")
@@ -264,7 +264,7 @@ def test_a_request_past_its_deadline_commits_nothing(client: FlaskClient) -> Non
 def test_a_missing_article_has_one_phrasing_everywhere(
     client: FlaskClient, factory: sessionmaker[Session], featurizer: Any
 ) -> None:
-    from recengine.pipeline.reindex import reindex
+    from recengine.pipeline.reindex.full import reindex
 
     post(client, [record(1), record(2)])
     reindex(factory=factory, featurizer=featurizer)  # so related answers (not model_missing)

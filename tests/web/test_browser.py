@@ -20,7 +20,7 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
 from recengine.config import load_settings
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.reindex.full import reindex
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.text.tokenize import Tokenizer

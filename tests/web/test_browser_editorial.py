@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import load_settings
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.reindex.full import reindex
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.feedback import counts_between
 from recengine.storage.migrate import upgrade

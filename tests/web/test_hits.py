@@ -24,8 +24,8 @@ from sqlalchemy import Engine
 
 from recengine.config import Settings
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.storage.db import make_session_factory
 from recengine.web.errors import error_body
 from tests.factories import javaguide_records

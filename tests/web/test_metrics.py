@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.ingest.ingester import Ingester
+from recengine.pipeline.reindex.full import reindex
 from recengine.storage.db import make_session_factory, transaction
 from recengine.storage.models import ArticleFeatures, EngineState, IdfModelRow
 from tests.factories import javaguide_records, record

@@ -12,7 +12,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.reindex import reindex
+from recengine.pipeline.reindex.full import reindex
 from recengine.web.health import NO_MODEL
 from tests.factories import record
 from tests.web.conftest import AUTH

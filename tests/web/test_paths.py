@@ -16,7 +16,7 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.pipeline.featurize import Featurizer
-from recengine.pipeline.ingest import Ingester
+from recengine.pipeline.ingest.ingester import Ingester
 from recengine.web.paths import split_article_path
 from tests.factories import javaguide_records
 from tests.templates import ingest_and_reindex, load_cloned

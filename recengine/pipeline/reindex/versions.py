@@ -1,0 +1,180 @@
+"""Features under a new IDF model version, what a reindex reports, and the removal of old
+versions: shared by every engine (the switch itself is ``pipeline.reindex.switch``)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from recengine.features.tfidf import IdfModel
+from recengine.pipeline.featurize import FeatureRow
+from recengine.pipeline.reindex.pool import AnalysisPool, Item
+from recengine.storage.clusters import delete_version
+from recengine.storage.db import transaction
+from recengine.storage.features import (
+    delete_features,
+    delete_model,
+    model_versions,
+    replace_features,
+    texts_without_features,
+)
+from recengine.storage.state import begin_write, read_state
+
+DROP_CHUNK = 1_000  # rows of an old version deleted per transaction
+WRITE_ROWS = 250  # feature rows per write transaction: each holds the write lock briefly
+
+
+class InterruptedAfterSwitch(KeyboardInterrupt):
+    """Ctrl-C (or SIGINT) arrived after the switch committed: the new model is active.
+
+    The work after the switch (saving index files, removing the old version, clearing the job)
+    is an optimisation that servers and the next reindex redo; what the user must hear is that
+    the reindex took effect. The message says so.
+    """
+
+
+def raise_if_switched(factory: sessionmaker[Session], version: int | None) -> None:
+    """After an interrupt: raise :class:`InterruptedAfterSwitch` if ``version`` is active.
+
+    The switch commits in one statement; an interrupt delivered during or just after it cannot
+    tell from the stack whether the commit happened, so the database is asked.
+    """
+    if version is None:
+        return
+    with transaction(factory) as session:
+        active = read_state(session=session).active_model_version
+    if active == version:
+        raise InterruptedAfterSwitch(
+            f"after the switch: IDF model version {version} is active, the reindex took "
+            "effect (index files not saved: servers build their own; the old version's rows "
+            "are removed by the next reindex)"
+        )
+
+
+class Progress(Protocol):
+    """Receives progress: a phase starts (with its size when known), then work is done."""
+
+    def start(self, phase: str, total: int | None, done: int = 0) -> None: ...
+
+    def update(self, n: int) -> None: ...
+
+
+class QuietProgress:
+    def start(self, phase: str, total: int | None, done: int = 0) -> None:
+        pass
+
+    def update(self, n: int) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class ReindexResult:
+    version: int
+    n_docs: int
+    n_terms: int
+    caught_up: int
+    resumed: bool = False
+    mode: str = "full"
+    recomputed: int = 0
+    reason: str = ""
+
+
+def database_name(factory: sessionmaker[Session]) -> str:
+    """The identity of the database (``engine_state.database_id``): a job's, an index file's."""
+    with transaction(factory) as session:
+        return read_state(session=session).database_id
+
+
+def fit_params(settings_params: dict[str, Any], seq: int, engine: str) -> dict[str, Any]:
+    """Stored model params: the feature settings, plus when and how the model was fitted."""
+    return {**settings_params, "fit": {"seq": seq, "indexed_seq": seq, "engine": engine}}
+
+
+def write_features(session: Session, version: int, rows: Sequence[tuple[int, FeatureRow]]) -> None:
+    """Write ``(article id, features)`` under ``version`` (replacing what was there)."""
+    replace_features(
+        session=session,
+        version=version,
+        rows=[
+            {
+                "article_id": aid,
+                "fingerprint": f.fingerprint,
+                "vector": f.vector,
+                "n_tokens": f.n_tokens,
+            }
+            for aid, f in rows
+        ],
+    )
+
+
+def store_features(
+    factory: sessionmaker[Session], version: int, rows: Sequence[tuple[int, FeatureRow]]
+) -> None:
+    """:func:`write_features` in short transactions of ``WRITE_ROWS`` rows, in the given order
+    (ascending ids keep a reindex's "largest id written" a true resume point): on SQLite every
+    write transaction holds the only write lock, so a long one makes every writer wait."""
+    for start in range(0, len(rows), WRITE_ROWS):
+        with transaction(factory) as session:
+            write_features(session, version, rows[start : start + WRITE_ROWS])
+
+
+def fill_missing(
+    factory: sessionmaker[Session],
+    pool: AnalysisPool,
+    model: IdfModel,
+    version: int,
+    batch_size: int,
+    scratch: Path,
+) -> list[int]:
+    """Features under ``version`` for every live article that has none yet; returns their ids.
+
+    For engines whose input may not cover the database (a Spark job reading an export).
+    """
+
+    def pages() -> Iterator[list[Item]]:
+        after = 0
+        while True:
+            with transaction(factory) as session:
+                rows = texts_without_features(
+                    session=session, version=version, after_id=after, limit=batch_size
+                )
+            if not rows:
+                return
+            after = rows[-1].id
+            yield [(r.id, r.title, r.content) for r in rows]
+
+    done: list[int] = []
+    stats = pool.analyze_batches(pages())
+    for rows in pool.features_batches(stats, model, scratch):
+        store_features(factory, version, rows)
+        done.extend(i for i, _ in rows)
+    return done
+
+
+def drop_stale_versions(
+    factory: sessionmaker[Session], keep: Collection[int | None], chunk: int = DROP_CHUNK
+) -> None:
+    """Delete the models, features and clusters of every version not in ``keep`` (the old
+    version after a switch; what an abandoned run left).
+
+    Rows go ``chunk`` at a time, one short transaction each: readers and writers use only the
+    active version, and a large corpus's old rows never hold the write lock for long. The
+    model row goes last, under the writers' lock (nothing else is left to cascade).
+    """
+    wanted = {v for v in keep if v is not None}
+    with transaction(factory) as session:
+        stale = sorted(set(model_versions(session=session)) - wanted)
+    for version in stale:
+        while True:
+            with transaction(factory) as session:
+                gone = delete_features(session=session, version=version, limit=chunk)
+                gone += delete_version(session=session, version=version, limit=chunk)
+            if not gone:
+                break
+        with transaction(factory) as session:
+            begin_write(session=session)
+            delete_model(session=session, version=version)

@@ -1,0 +1,1 @@
+"""Tests of recengine.pipeline.clusters: the leader rule, its constraints, full passes."""

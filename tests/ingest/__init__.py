@@ -1,0 +1,1 @@
+"""Tests of recengine.pipeline.ingest: readers, records, the ingester, kills."""

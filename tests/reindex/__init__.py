@@ -1,0 +1,1 @@
+"""Tests of recengine.pipeline.reindex: local, incremental and Spark, kills and resumes."""
