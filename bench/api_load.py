@@ -2,7 +2,8 @@
 
 Data (``--corpus``), kept in a SQLite database and reused (``--db``), or in the server of
 ``--database-url`` (PostgreSQL, as in production: the servers learn of changes by
-notification, and cache hits are then answered on the worker's event loop, ``web.hits``):
+notification, and cache hits are then answered on the worker's event loop,
+``web.server.http.hits``):
 
 * ``synthetic`` (default): ``--articles`` articles (100,000) drawn from the tokens of the 2,529
   real documents of ../shared/data by ``bench.related_synthetic`` (the corpus of
@@ -16,9 +17,9 @@ notification, and cache hits are then answered on the worker's event loop, ``web
 
 For each ``--servers`` worker class (``recengine``: recengine's worker, what ``recengine serve``
 runs; ``gthread``: gunicorn's, the reference) and ``--workers`` count, gunicorn runs as a real
-process with recengine's settings (``-c python:recengine.web.gunicorn_conf``) and an open-loop
-generator (bench/loadgen.py, same machine) sends ``--rate`` requests/s for ``--seconds`` to
-random articles, after a warm-up. Side by side, in the same run:
+process with recengine's settings (``-c python:recengine.web.server.gunicorn_conf``) and an
+open-loop generator (bench/loadgen.py, same machine) sends ``--rate`` requests/s for ``--seconds``
+to random articles, after a warm-up. Side by side, in the same run:
 
 * ``/api/v1/health`` at the same rate through the same server: the HTTP + gunicorn floor;
 * the same requests through Flask's test client in this process, one at a time: the cost of
@@ -44,7 +45,7 @@ Usage::
         [--servers recengine gthread] [--keepalive] [--feedback-rate 500 --rounds 3]
         [--hit-mix 0.9] [--conditional] [--reference-env NAME=VALUE --ab-rounds 2]
 
-Cacheable answers (``recengine.web.answers``): ``--hit-mix H`` sends a share H of the requests
+Cacheable answers (``recengine.web.api.answers``): ``--hit-mix H`` sends a share H of the requests
 to 100 popular lists (cached after their first answer) and the rest to distinct lists (each
 ``(article, k)`` about once: misses computed in full), as a site's traffic with a few
 articles on its front page; ``--conditional`` makes the generator a revalidating client
@@ -154,7 +155,7 @@ def sample_ids(settings: Settings, count: int, seed: int) -> list[str]:
 
 
 SERVER_PIDS: dict[str, int] = {}  # base URL -> the running server's master process
-WORKER_CLASSES = {"recengine": "recengine.web.worker.Worker", "gthread": "gthread"}
+WORKER_CLASSES = {"recengine": "recengine.web.server.worker.Worker", "gthread": "gthread"}
 LISTENING = re.compile(r"Listening at: (http://\S+)")
 
 
@@ -162,7 +163,7 @@ LISTENING = re.compile(r"Listening at: (http://\S+)")
 def server(
     settings: Settings, workers: int, threads: int, kind: str, extra: dict[str, str] | None = None
 ) -> Iterator[str]:
-    """gunicorn with recengine's settings (``-c python:recengine.web.gunicorn_conf``, what
+    """gunicorn with recengine's settings (``-c python:recengine.web.server.gunicorn_conf``, what
     ``recengine serve`` runs) and the worker class ``kind``; yields its base URL."""
     env = {
         **os.environ,
@@ -176,7 +177,7 @@ def server(
         "-m",
         "gunicorn",
         "-c",
-        "python:recengine.web.gunicorn_conf",
+        "python:recengine.web.server.gunicorn_conf",
         "--bind",
         "127.0.0.1:0",
         "--workers",

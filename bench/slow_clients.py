@@ -8,11 +8,11 @@ request head and stall; all opened at once and held for the whole run. Meanwhile
 their p50/p99, and what became of the stalled clients (for recengine's worker: 408 after
 ``web.header_timeout_seconds`` / ``web.body_timeout_seconds``).
 
-Both servers are gunicorn with recengine's settings (``-c python:recengine.web.gunicorn_conf``),
-2 workers x 4 threads, the slow-client deadlines at their defaults (10 s and 30 s) unless
-``--header-timeout`` / ``--body-timeout`` say otherwise; the stalled clients are re-opened
-whenever the server closes them, so the attack lasts as long as the run. Loopback only; every
-socket is closed at the end.
+Both servers are gunicorn with recengine's settings (``-c
+python:recengine.web.server.gunicorn_conf``), 2 workers x 4 threads, the slow-client deadlines at
+their defaults (10 s and 30 s) unless ``--header-timeout`` / ``--body-timeout`` say otherwise; the
+stalled clients are re-opened whenever the server closes them, so the attack lasts as long as the
+run. Loopback only; every socket is closed at the end.
 
 Usage::
 

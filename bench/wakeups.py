@@ -1,6 +1,6 @@
 """What a request's hand-offs between the worker's event loop and its threads cost in CPU.
 
-recengine's worker (``recengine.web.worker``) reads a request on its event loop, runs the app
+recengine's worker (``recengine.web.server.worker``) reads a request on its event loop, runs the app
 on a pool thread and writes the answer from the loop: three wake-ups of a sleeping thread per
 request (the loop on the socket, the pool thread on its queue, the loop on the thread's
 result), where a cache hit answered on the loop has one. On a quiet machine each costs a few
@@ -10,7 +10,8 @@ threads asleep. This measures it on the machine at hand, each figure beside the 
 back to back (no sleep, so no wake-up: the reference):
 
 * ``asyncio.sleep`` alone (the loop wakes on a timer);
-* one job through the worker's own pool (``recengine.web.threads.Pool``, ``asyncio.wrap_future``
+* one job through the worker's own pool (``recengine.web.server.threads.Pool``,
+``asyncio.wrap_future``
   and ``asyncio.wait`` as the worker uses them);
 * a plain two-thread ping-pong over ``queue.SimpleQueue``.
 
@@ -27,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from recengine.web.threads import Pool as _Pool
+from recengine.web.server.threads import Pool as _Pool
 
 
 def _job() -> int:

@@ -275,8 +275,8 @@ class WebSettings(_Section):
     bind_wait_seconds: float = Field(default=5.0, ge=0, le=600)
     max_connections: int = Field(default=1_000, ge=10, le=100_000)
     queue_timeout_seconds: float = Field(default=0.25, gt=0, le=3600)
-    # the queue's controlled delay (web.slots): past `interval` of a standing queue a request
-    # waits at most `target`; 0 turns it off (a fixed budget, first come first served)
+    # the queue's controlled delay (web.server.http.slots): past `interval` of a standing queue a
+    # request waits at most `target`; 0 turns it off (a fixed budget, first come first served)
     queue_target_seconds: float = Field(default=0.01, ge=0, le=3600)
     queue_interval_seconds: float = Field(default=0.1, gt=0, le=3600)
     public_reads: bool = True
@@ -299,14 +299,14 @@ class WebSettings(_Section):
 
 
 class LogSettings(_Section):
-    """Server logs (``recengine.web.logs``). Documented in ``config/defaults.toml``."""
+    """Server logs (``recengine.web.server.logs``). Documented in ``config/defaults.toml``."""
 
     format: Literal["text", "json"] = "text"
     access: bool = False
 
 
 class CacheSettings(_Section):
-    """Cacheable answers (``recengine.web.answers``). Documented in ``config/defaults.toml``."""
+    """Cacheable answers (``recengine.web.api.answers``). Documented in ``config/defaults.toml``."""
 
     enabled: bool = True
     max_bytes: int = Field(default=64_000_000, ge=0)

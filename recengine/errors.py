@@ -1,4 +1,5 @@
-"""Domain exceptions. No HTTP status codes here: only ``web/errors.py`` maps them to responses."""
+"""Domain exceptions. No HTTP status codes here: only ``web/api/errors.py`` maps them to
+responses."""
 
 from __future__ import annotations
 

@@ -3,9 +3,9 @@
 gunicorn's master process binds the socket and forks ``--workers`` processes; each builds its
 own app with ``recengine.web:create_app(settings)`` (named by string: ``cli`` and ``web`` are
 separate edges and never import each other) and serves with ``--threads`` threads in
-recengine's worker (``recengine.web.worker``: requests are read whole on an event loop before a
-thread runs them, overload is shed, long requests are cut; ``recengine.web.server`` holds the
-gunicorn settings, shared with ``gunicorn -c python:recengine.web.gunicorn_conf``). Every
+recengine's worker (``recengine.web.server.worker``: requests are read whole on an event loop before
+a thread runs them, overload is shed, long requests are cut; ``recengine.web.server.settings`` holds
+the gunicorn settings, shared with ``gunicorn -c python:recengine.web.server.gunicorn_conf``). Every
 worker reads the same database, so a write through one is visible to all (each worker's
 related-articles index catches up with SQL before it answers, ``index.sync_interval_s``).
 """
@@ -31,7 +31,8 @@ from recengine.storage.migrate import check_schema
 
 APP_FACTORY = "recengine.web:create_app"
 DEMO_FACTORY = "recengine.web.example_site:create_demo_app"
-SERVER_OPTIONS = "recengine.web.server:options"  # by name: cli and web do not import each other
+# by name: cli and web do not import each other
+SERVER_OPTIONS = "recengine.web.server.settings:options"
 BIND_RETRY_S = 0.1
 
 
@@ -210,7 +211,7 @@ def with_server_options(settings_of: Callable[..., Any]) -> Callable[..., Any]:
                 "--threads",
                 type=Integer(1, 64),
                 default=None,
-                help="Threads per worker [web.threads].",
+                help="Threads per worker [web.server.threads].",
             ),
         )
     ):

@@ -212,8 +212,8 @@ class Follower(Generic[T]):
     def held_if_fresh(self) -> Held[T] | None:
         """What ``sync(reader, fresh=False)`` would return without reading SQL, when no check is
         due (None: one is, or nothing is held yet). For callers that may not wait on the
-        database (the worker's event loop, ``web.hits``): they answer from exactly what a
-        reader on a thread would answer from at that moment."""
+        database (the worker's event loop, ``web.server.http.hits``): they answer from exactly what
+        a reader on a thread would answer from at that moment."""
         held = self._held
         if held is None or not self._may_skip():
             return None

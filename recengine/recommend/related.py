@@ -143,7 +143,7 @@ class RelatedArticles:
         **filters: Any,
     ) -> Answer:
         """The related-articles body for ``article_id`` (the caller's id), with the index
-        snapshot it was computed from (what the answer cache keys on, ``web.answers``).
+        snapshot it was computed from (what the answer cache keys on, ``web.api.answers``).
 
         Args:
             article_id: the article.

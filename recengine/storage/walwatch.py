@@ -2,8 +2,8 @@
 
 PostgreSQL tells listening workers of every commit (:mod:`recengine.storage.notify`); SQLite
 has no such channel, so its workers read the change sequence before every answer, and the
-event loop cannot send a stored answer without waiting on the database (``web.hits``). But in
-WAL mode (``storage.db`` sets it on every connection) every commit rewrites the *WAL-index
+event loop cannot send a stored answer without waiting on the database (``web.server.http.hits``).
+But in WAL mode (``storage.db`` sets it on every connection) every commit rewrites the *WAL-index
 header* at the start of the database's ``-shm`` file, the shared memory through which SQLite's
 own connections learn that another one committed: two copies of a 48-byte header whose change
 counter, last frame and salts move with every transaction (``sqlite3/src/wal.c``,

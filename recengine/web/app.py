@@ -19,25 +19,17 @@ from recengine.errors import InvalidRequest
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import check_schema
 from recengine.text.tokenize import Tokenizer
-from recengine.web import (
-    articles,
-    cors,
-    deadline,
-    errors,
-    feedback,
-    health,
-    monitoring,
-    overrides,
-    pages,
-    users,
-)
-from recengine.web.answers import CachedReads
-from recengine.web.auth import ApiJSONProvider, ApiRequest
-from recengine.web.feedback import BeaconBodies
-from recengine.web.paths import AsciiIntConverter, IdConverter, IdPaths
-from recengine.web.routing import ApiPlugin, ApiSpec, Router
-from recengine.web.schemas import ErrorBody, build_models
-from recengine.web.schemas_editorial import build_editorial_models
+from recengine.web import monitoring
+from recengine.web.api import articles, cors, errors, feedback, health, overrides, users
+from recengine.web.api.answers import CachedReads
+from recengine.web.api.auth import ApiJSONProvider, ApiRequest
+from recengine.web.api.feedback import BeaconBodies
+from recengine.web.api.paths import AsciiIntConverter, IdConverter, IdPaths
+from recengine.web.api.routing import ApiPlugin, ApiSpec, Router
+from recengine.web.pages import views as pages
+from recengine.web.schemas.core import ErrorBody, build_models
+from recengine.web.schemas.editorial import build_editorial_models
+from recengine.web.server.http import deadline
 from recengine.web.services import Services, package_version
 from recengine.web.services import init_app as init_services
 
@@ -60,7 +52,8 @@ def create_app(settings: Settings | None = None, *, tokenizer: Tokenizer | None 
         SchemaOutOfDate: the database has no schema or an old one (run `recengine db upgrade`).
     """
     settings = settings or load_settings()
-    app = Flask(__name__)
+    # web/pages: what a browser loads
+    app = Flask(__name__, static_folder="pages/static", template_folder="pages/templates")
     app.request_class = ApiRequest
     app.json = ApiJSONProvider(app)
     app.config["MAX_CONTENT_LENGTH"] = settings.web.max_body_bytes

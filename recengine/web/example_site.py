@@ -28,14 +28,14 @@ from recengine.storage.db import make_engine, make_session_factory
 from recengine.text.clean import readable
 from recengine.text.paragraphs import paragraphs
 from recengine.web.app import create_app
-from recengine.web.demo_page import EXAMPLE_SITE, opening
+from recengine.web.pages.demo import EXAMPLE_SITE, opening
 
 MAX_PARAGRAPHS = 40
 
 
 def create_example_site(settings: Settings, service: str) -> Flask:
     """The example site's app; ``service`` is the origin of recengine (``http://host:port``)."""
-    app = Flask(__name__)
+    app = Flask(__name__, static_folder="pages/static", template_folder="pages/templates")
     factory = make_session_factory(make_engine(settings.resolved_database_url, create=False))
     chosen = settings.web.demo_article
 

@@ -17,13 +17,13 @@ What is measured:
   ``recengine_reindex_pending`` (1 while a model newer than the active one exists),
   ``recengine_reindex_articles_written`` / ``recengine_reindex_articles_total`` (pass 2);
 * ``recengine_gc_full_collection_seconds``: a histogram of the workers' full garbage
-  collections (every request of a worker waits for one; ``recengine.web.collector``). What is
+  collections (every request of a worker waits for one; ``recengine.web.server.collector``). What is
   frozen is not published: counting it walks every frozen object (``gc.get_freeze_count``: 14
   ms with the GIL held for 400,000 of them), which once a second set the p99 of health checks
   (5 -> 17 ms, measured).
 
 **Several worker processes.** gunicorn's workers are separate processes; a scrape reaches one.
-``recengine serve`` (and gunicorn with ``-c python:recengine.web.gunicorn_conf``) runs
+``recengine serve`` (and gunicorn with ``-c python:recengine.web.server.gunicorn_conf``) runs
 prometheus-client's multiprocess mode: the master names a fresh directory
 (``PROMETHEUS_MULTIPROC_DIR``, in ``data_dir/metrics/<master pid>/``) before it forks, each
 worker's values live in memory-mapped files there, and a scrape sums counters and histograms

@@ -12,9 +12,9 @@ import time
 from flask import Flask, Response, g, request
 from flask.typing import ResponseReturnValue
 
-from recengine.web.answers import OBSERVED_KEY
+from recengine.web.api.answers import OBSERVED_KEY
+from recengine.web.api.routing import Router
 from recengine.web.metrics import CONTENT_TYPE, Metrics
-from recengine.web.routing import Router
 from recengine.web.services import Services, services, session
 
 METRICS_PATH = "/metrics"

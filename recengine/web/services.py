@@ -34,7 +34,7 @@ from recengine.storage.notify import ChangeListener, listens
 from recengine.storage.walwatch import WalWatch, watched_file
 from recengine.text.compare import Compared
 from recengine.text.tokenize import Tokenizer
-from recengine.web.schemas import Models
+from recengine.web.schemas.core import Models
 
 if TYPE_CHECKING:
     from collections.abc import Callable

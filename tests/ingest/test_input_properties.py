@@ -31,8 +31,8 @@ from recengine.storage.db import make_engine
 from recengine.storage.migrate import upgrade
 from recengine.text.tokenize import Tokenizer
 from recengine.web import create_app
-from recengine.web.errors import describe
-from recengine.web.schemas import build_models
+from recengine.web.api.errors import describe
+from recengine.web.schemas.core import build_models
 
 ZONE = ZoneInfo("Pacific/Kiritimati")  # +14:00, the largest offset: the hardest for bounds
 

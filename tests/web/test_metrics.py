@@ -26,8 +26,8 @@ from recengine.storage.db import make_session_factory, transaction
 from recengine.storage.models import ArticleFeatures, EngineState, IdfModelRow
 from tests.factories import javaguide_records, record
 from tests.web.conftest import AUTH
+from tests.web.server.test_serve import from_every_worker, server_env
 from tests.web.serving import call, served
-from tests.web.test_serve import from_every_worker, server_env
 
 RELATED = "/api/v1/articles/<id:article_id>/related"
 
@@ -177,7 +177,7 @@ def test_two_workers_are_counted_together_and_logs_are_json(
             )
         assert counts == {float(sent)}
         assert value(found, "recengine_index_articles", kind="related") == len(records)
-        # each worker's collector ran its first full collection (recengine.web.collector)
+        # each worker's collector ran its first full collection (recengine.web.server.collector)
         assert value(found, "recengine_gc_full_collection_seconds_count") >= 2
     lines = [json.loads(line) for line in server.log if line.startswith("{")]
     access = [x for x in lines if x.get("type") == "access" and x["path"] == path]

@@ -1,0 +1,1 @@
+"""Tests of the API's views on both databases."""

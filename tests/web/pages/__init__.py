@@ -1,0 +1,1 @@
+"""Tests of what a browser loads, in a real headless Chromium."""

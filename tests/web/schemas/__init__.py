@@ -1,0 +1,1 @@
+"""Tests of the HTTP contract: bad input, OpenAPI, schemathesis, any request."""

@@ -1,0 +1,1 @@
+"""Tests of recengine's server: real `recengine serve` processes."""
