@@ -17,7 +17,7 @@ or containment, with the junk rule) calls them the same article, at any distance
 of a list is checked against every other and against the query. Each corpus is ingested into a
 fresh SQLite database and reindexed with the shipped defaults; the first ``--queries`` articles
 (in corpus order) ask for a list of ``k`` = 10, twice, alternated: from the product as shipped,
-and from the same with the lists' text check off (``recommend.criterion``: pairs outside one
+and from the same with the lists' text check off (``recommend.lists.criterion``: pairs outside one
 cluster decided on their texts above ``neardup.list_text_cosine``), each list's thread CPU time
 measured, so that the check's effect and cost come from one run.
 
@@ -47,8 +47,8 @@ from bench.related_common import Stored, database, labelled
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.simhash import hamming
 from recengine.pipeline.featurize import Featurizer
-from recengine.recommend.criterion import DuplicateCriterion
 from recengine.recommend.feed import ReaderFeeds
+from recengine.recommend.lists.criterion import DuplicateCriterion
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
 from recengine.text.compare import Compared, article_passages

@@ -89,7 +89,7 @@ class NearDupSettings(_Section):
     passage_stop_df: int = Field(default=200, ge=2, le=1_000_000)
     min_cosine: float = Field(default=0.93, ge=0.0, le=1.0)
     # a related list's pairs outside one cluster this similar (stored vectors) are decided on
-    # their texts (recommend.criterion; 1.0: never)
+    # their texts (recommend.lists.criterion; 1.0: never)
     list_text_cosine: float = Field(default=0.5, gt=0.0, le=1.0)
 
 

@@ -1,7 +1,7 @@
 """Every kind of reason an item can carry prints in every output format of the command line.
 
-The kinds come from the code that produces them (``recommend.reasons.Reasons``, which mypy holds
-every producer to): a new kind without a text printer, or without a sample here, fails.
+The kinds come from the code that produces them (``recommend.lists.reasons.Reasons``, which mypy
+holds every producer to): a new kind without a text printer, or without a sample here, fails.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from recengine.cli import main
 from recengine.cli.context import CliContext
 from recengine.cli.output import REASON_TEXT, print_ranked, reason_lines
 from recengine.config import Settings
-from recengine.recommend.reasons import REASON_KINDS
+from recengine.recommend.lists.reasons import REASON_KINDS
 from tests.factories import javaguide_records, write_jsonl
 
 # One telling value of each kind (what the text must show of it).

@@ -15,7 +15,7 @@ from recengine.cli import main
 from recengine.cli.context import CliContext
 from recengine.config import Settings
 from tests.factories import javaguide_records, write_jsonl
-from tests.test_related import live_related, repost
+from tests.recommend.test_related import live_related, repost
 
 
 def test_related_command(settings: Settings, data_dir: Path, tmp_path: Path) -> None:

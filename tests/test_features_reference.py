@@ -46,7 +46,7 @@ from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 from recengine.storage.state import read_state
 from recengine.text.tokenize import Tokenizer, jieba_dictionary_tags
 from tests.factories import csl_records, javaguide_records
-from tests.test_related import live_related, repost
+from tests.recommend.test_related import live_related, repost
 from tests.test_tokenize_backends import real_texts
 
 _ENG = re.compile(r"^[a-zA-Z0-9]+$")

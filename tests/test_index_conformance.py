@@ -23,7 +23,7 @@ from recengine.storage.index_rows import SqlIndexRows
 from tests import index_worker
 from tests.conftest import make_settings
 from tests.factories import javaguide_records
-from tests.test_related import repost
+from tests.recommend.test_related import repost
 
 # the dense kind fits a model from 10 articles on (the shipped rule waits for 100)
 DENSE = {"min_articles": 10, "dims": 8}

@@ -21,8 +21,8 @@ from recengine.pipeline.reindex.full import reindex
 from recengine.storage.db import transaction
 from recengine.storage.index_rows import SqlIndexRows
 from tests.factories import javaguide_records
+from tests.recommend.test_related import repost
 from tests.test_index_conformance import Worker
-from tests.test_related import repost
 
 
 def open_new(settings: Settings, factory: sessionmaker[Session], kind: str) -> Any:

@@ -4,7 +4,7 @@ Revision ID: 0009
 Revises: 0008
 Create Date: 2026-12-06
 
-Servers delete reader events older than ``events.retention_days`` (``recommend.reader_data``),
+Servers delete reader events older than ``events.retention_days`` (``recommend.feeds.retention``),
 in batches of the oldest: without an index on the time alone each batch would read the whole
 table.
 """

@@ -99,7 +99,7 @@ def delete_command(ctx: CliContext, article_id: str, fmt: str) -> None:
     """Delete ARTICLE_ID: it leaves every list and feed at once; storing it again brings it
     back (json: the body of DELETE /api/v1/articles/<id>)."""
     from recengine.pipeline.ingest.ingester import Ingester
-    from recengine.recommend.params import check_id
+    from recengine.recommend.lists.params import check_id
 
     with Ingester(ctx.factory, ctx.featurizer) as ingester:
         ingester.delete([check_id(article_id)])

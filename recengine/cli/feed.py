@@ -60,7 +60,7 @@ def feed(ctx: CliContext, /, user: str, fmt: str, **options: Any) -> None:
 def events(ctx: CliContext, /, user: str, article_ids: tuple[str, ...], at: str | None) -> None:
     """Record that reader USER read ARTICLE_IDS (all or none: an unknown id changes nothing)."""
     from recengine.errors import InvalidRequest
-    from recengine.recommend.params import check_time
+    from recengine.recommend.lists.params import check_time
     from recengine.storage.db import transaction
 
     try:

@@ -107,7 +107,7 @@ def checked(settings: Settings, section: str, options: dict[str, Any]) -> dict[s
         click.BadParameter: a bad value, named by its option (exit 2).
     """
     from recengine.errors import InvalidRequest
-    from recengine.recommend.params import Filters, check_int
+    from recengine.recommend.lists.params import Filters, check_int
 
     wanted = given(options)
     limits = getattr(settings, section)

@@ -31,7 +31,7 @@ def _listed(values: list[Any]) -> str:
     return ", ".join(printable(str(v), 40) for v in values)
 
 
-# How each kind of ``recommend.reasons.Reasons`` reads in a text listing: a line, or None when
+# How each kind of ``recommend.lists.reasons.Reasons`` reads in a text listing: a line, or None when
 # the value says nothing worth a line (no shared tags, a zero dense share).
 REASON_TEXT: dict[str, Callable[[Any], str | None]] = {
     "pinned": lambda v: "pinned by an editor" if v else None,

@@ -1,4 +1,5 @@
-"""``recengine reader show|delete USER``: a reader's data from a shell (``recommend.reader_data``).
+"""``recengine reader show|delete USER``: a reader's data from a shell
+(``recommend.feeds.retention``).
 
 The same use cases as ``GET /api/v1/users/<user>/events`` (a data-access request: every stored
 event, deleted articles included) and ``DELETE /api/v1/users/<user>`` (erasure: every event
@@ -14,13 +15,13 @@ import click
 
 if TYPE_CHECKING:
     from recengine.cli.context import CliContext
-    from recengine.recommend.reader_data import ReaderData
+    from recengine.recommend.feeds.retention import ReaderData
 
 PAGE = 10_000
 
 
 def _readers(ctx: CliContext) -> ReaderData:
-    from recengine.recommend.reader_data import ReaderData
+    from recengine.recommend.feeds.retention import ReaderData
 
     return ReaderData(ctx.settings, ctx.factory)
 

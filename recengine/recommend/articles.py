@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from recengine.errors import NotFound
-from recengine.recommend.params import check_id, check_int
+from recengine.recommend.lists.params import check_id, check_int
 from recengine.storage.articles import get_article, live_articles_after
 from recengine.storage.models import Article
 

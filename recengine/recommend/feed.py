@@ -2,7 +2,8 @@
 
 1. History: the reader's latest ``feed.history_limit`` reads of live articles. A read weighs
    ``0.5 ** (age / half_life_days)``; reading an article again adds up.
-2. Interests (``recommend.interests``): reads are grouped greedily, heaviest first: a read joins
+2. Interests (``recommend.feeds.interests``): reads are grouped greedily, heaviest first: a read
+joins
    the interest whose centroid it is most similar to (cosine >= ``topic_similarity``), else
    starts one. An interest's *share* is its weight over the whole history's, so a topic read
    once in a long history gets a small share instead of dominating. The ``max_topics`` heaviest
@@ -11,14 +12,15 @@
    query of the related-articles index, excluding everything the reader has read.
 4. Slots go to interests in proportion to their shares (D'Hondt order: the next slot goes to
    the interest with the largest ``share / (slots + 1)``), which also interleaves them.
-5. Suppression (``recommend.suppress``): nothing within the duplicate criterion of any read
+5. Suppression (``recommend.lists.suppress``): nothing within the duplicate criterion of any read
    article or of an item above (texts read for the close pairs outside one cluster, as in
-   related lists: ``recommend.criterion``); at most one article per cluster; an item with
+   related lists: ``recommend.lists.criterion``); at most one article per cluster; an item with
    cosine above ``max_pair_similarity`` to one above is skipped (diversity).
 6. Too few items (or no history at all): the newest articles fill the rest, de-duplicated the
    same way, with ``reasons = {"fresh": true}``. Interest items scoring below the floor
    (``feed.min_score``, or the request's ``min_score``) leave their places to them.
-7. Editors' overrides (``recommend.curation``): an interest's queue starts with the pins of its
+7. Editors' overrides (``recommend.lists.curation``): an interest's queue starts with the pins of
+its
    reads (in the editor's order; ``reasons.pinned``), which still go through suppression
    (though not the diversity rule); excluded articles never appear; an article blocked with a
    read article or with an item above is skipped; ``not_duplicate`` / ``same_article`` correct
@@ -40,11 +42,13 @@ from recengine.config import Settings
 from recengine.errors import InvalidRequest, NotFound
 from recengine.features.tfidf import EMPTY_VECTOR, SparseVector
 from recengine.index.view import Hits, RowFilter
-from recengine.recommend.criterion import Articles, DuplicateCriterion, anonymous
-from recengine.recommend.curation import Curation, concat
-from recengine.recommend.explain import shared_terms
-from recengine.recommend.interests import Interest, find_interests, history_of
-from recengine.recommend.listing import (
+from recengine.recommend.feeds.interests import Interest, find_interests, history_of
+from recengine.recommend.feeds.retention import cutoff
+from recengine.recommend.feeds.slate import Slate
+from recengine.recommend.lists.criterion import Articles, DuplicateCriterion, anonymous
+from recengine.recommend.lists.curation import Curation, concat
+from recengine.recommend.lists.explain import shared_terms
+from recengine.recommend.lists.listing import (
     Texts,
     above,
     cut_entries,
@@ -53,11 +57,9 @@ from recengine.recommend.listing import (
     to_row_filter,
     with_clusters,
 )
+from recengine.recommend.lists.params import Filters, check_id, check_int, check_time
+from recengine.recommend.lists.reasons import Reasons
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
-from recengine.recommend.params import Filters, check_id, check_int, check_time
-from recengine.recommend.reader_data import cutoff
-from recengine.recommend.reasons import Reasons
-from recengine.recommend.slate import Slate
 from recengine.storage.events import add_events, read_article_ids
 from recengine.storage.features import features_of
 from recengine.storage.index_source import briefs, fingerprints_by_id, internal_ids

@@ -8,8 +8,8 @@ version in a thread while the old index keeps answering (changes are not applied
 model is gone from SQL), and merges into the main segment run in a thread too.
 
 Beside it, the dense kind (``derived.dense.DenseKind``: each article's LSA vector and a FAISS
-index, the dense part of the ranking, ``recommend.blend``) follows SQL the same way, read in the
-same transaction (the position the related index checked is the dense index's too: one read
+index, the dense part of the ranking, ``recommend.lists.blend``) follows SQL the same way, read in
+the same transaction (the position the related index checked is the dense index's too: one read
 of the state row per answer); when ``related.dense_weight`` is 0 it is never opened.
 
 A :class:`Snapshot` (model version, change sequence, an ``IndexView``, the dense state of the

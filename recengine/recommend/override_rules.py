@@ -12,8 +12,8 @@ it stores a new decision, each refusing with ``Conflict`` (409) and saying why.
   near-duplicate of its article, pinned or not; a pin of one would be stored and never
   applied. It is refused, with the criterion's reason (one cluster, the texts' rule and
   figure, or the fingerprints and cosine), exactly as the list would decide the pair
-  (``recommend.criterion`` with the texts, corrected by the editors' ``not_duplicate`` /
-  ``same_article`` overrides as ``recommend.curation`` does). An editor who disagrees with the
+  (``recommend.lists.criterion`` with the texts, corrected by the editors' ``not_duplicate`` /
+  ``same_article`` overrides as ``recommend.lists.curation`` does). An editor who disagrees with the
   verdict says so first (``not_duplicate`` of the pair), and the pin is then accepted.
 """
 
@@ -25,9 +25,9 @@ from sqlalchemy.orm import Session
 from recengine.config import Settings
 from recengine.errors import Conflict
 from recengine.features.tfidf import SparseVector
-from recengine.recommend.criterion import NO_CLUSTER, DuplicateCriterion, Matches
-from recengine.recommend.curation import Curation, pair
-from recengine.recommend.listing import Texts, with_clusters
+from recengine.recommend.lists.criterion import NO_CLUSTER, DuplicateCriterion, Matches
+from recengine.recommend.lists.curation import Curation, pair
+from recengine.recommend.lists.listing import Texts, with_clusters
 from recengine.storage.clusters import clusters_of
 from recengine.storage.index_source import features_by_id
 from recengine.storage.overrides import NOT_DUPLICATE, SAME_ARTICLE, relations_touching

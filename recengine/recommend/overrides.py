@@ -5,7 +5,7 @@ Each override is written in one transaction under the writers' lock
 decide near-duplicate clusters (``not_duplicate``, ``same_article``, ``canonical``) recompute
 the clusters they touch in that same transaction (:class:`ClusterMaintenance`, the
 deduplicator), so every process reads the corrected clusters from the commit on; the others
-are read by every related list and feed as it is made (``recommend.curation``), so they too
+are read by every related list and feed as it is made (``recommend.lists.curation``), so they too
 hold in every process from the first answer whose index check sees the commit (the delay of
 every write, ``index.sync_interval_s``: from the commit on by default).
 
@@ -35,8 +35,8 @@ from typing import Any, Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.errors import InvalidRequest, NotFound
+from recengine.recommend.lists.params import check_id
 from recengine.recommend.override_rules import DuplicatePins, check_groups
-from recengine.recommend.params import check_id
 from recengine.storage.db import transaction
 from recengine.storage.index_source import internal_ids
 from recengine.storage.overrides import (

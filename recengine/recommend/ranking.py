@@ -33,7 +33,7 @@ import numpy as np
 from recengine.config import ExperimentSettings, Settings
 from recengine.index.segment import NO_LABEL, gather_ranges
 from recengine.index.view import Hits, IndexView
-from recengine.recommend.curation import take
+from recengine.recommend.lists.curation import take
 
 PARTS = ("cosine", "category", "tags")
 DEFAULT_WEIGHTS = (("cosine", 1.0),)

@@ -8,18 +8,18 @@
      "floor": {"min_score", "dropped"}}
 
 ``score`` (6 decimals) is the cosine of the two stored TF-IDF vectors, blended with the cosine
-of their dense (LSA) vectors where the version has a dense part (``recommend.blend``:
+of their dense (LSA) vectors where the version has a dense part (``recommend.lists.blend``:
 ``(1 - w) * cosine + w * dense cosine``, ``w = related.dense_weight``); items are ordered by
 score, ties by the earlier-ingested article. An item's ``reasons`` say where its score came
 from: ``shared_terms`` (each term's ``(1 - w) * q_t * d_t``), ``dense`` (``w * dense cosine``,
 0 without a dense part); the shares shown plus those of the terms not shown add up to the
 score. ``suppressed`` lists what would have been on this
-page but is a near-duplicate (``recommend.criterion``) of the article itself
+page but is a near-duplicate (``recommend.lists.criterion``) of the article itself
 (``duplicate_of`` = the article) or of an item ranked above it (``duplicate_of`` = that item),
 with the Hamming distance of their fingerprints and the rule that made them the same article
 (``rule``: ``resemblance`` / ``containment`` of the texts for a cluster, ``cosine`` of the
 vectors outside clusters, ``editor`` for an override; ``score`` its figure; ``via`` the
-cluster's canonical when the two met through it: ``recommend.listing.cut_entries``), so an
+cluster's canonical when the two met through it: ``recommend.lists.listing.cut_entries``), so an
 editor can see why X is not shown.
 
 The relevance floor: items scoring below ``min_score`` (the request's, else
@@ -28,7 +28,7 @@ junk; ``floor.dropped`` says how many of this page's places were left empty by i
 cuts the list after suppression (scores only fall down the list, so the items above it, and the
 suppressed ones among them, are exactly those of a list ranked with the floor as a filter).
 
-Editors' overrides (``recommend.curation``) are read as the list is made (nothing is read
+Editors' overrides (``recommend.lists.curation``) are read as the list is made (nothing is read
 while none exists at the index's last position check, ``OverridePresence``): the article's pins
 come first, in the editor's order, scored like any item (``reasons.pinned``), never cut by the
 floor but still suppressed when they duplicate the article or a pin above; excluded articles
@@ -55,11 +55,11 @@ from recengine.derived.rows import label_hash, label_hashes
 from recengine.errors import ModelMissing, NotFound
 from recengine.features.tfidf import EMPTY_VECTOR, SparseVector
 from recengine.index.view import Hits, RowFilter
-from recengine.recommend.blend import dense_query, ranked
-from recengine.recommend.criterion import DuplicateCriterion
-from recengine.recommend.curation import Curation, OverridePresence, concat
-from recengine.recommend.explain import shared_terms
-from recengine.recommend.listing import (
+from recengine.recommend.lists.blend import dense_query, ranked
+from recengine.recommend.lists.criterion import DuplicateCriterion
+from recengine.recommend.lists.curation import Curation, OverridePresence, concat
+from recengine.recommend.lists.explain import shared_terms
+from recengine.recommend.lists.listing import (
     Texts,
     cut_entries,
     hit_vectors,
@@ -68,11 +68,11 @@ from recengine.recommend.listing import (
     to_row_filter,
     with_clusters,
 )
+from recengine.recommend.lists.params import Filters, check_id, check_int
+from recengine.recommend.lists.reasons import Reasons
+from recengine.recommend.lists.suppress import Picked, pick
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
-from recengine.recommend.params import Filters, check_id, check_int
 from recengine.recommend.ranking import Ranking, Variants, blend
-from recengine.recommend.reasons import Reasons
-from recengine.recommend.suppress import Picked, pick
 from recengine.storage.index_source import briefs, query_article
 from recengine.storage.state import read_state
 
@@ -188,7 +188,7 @@ class RelatedArticles:
 
     def _curation(self, session: Session, article_id: int) -> Curation:
         """The article's overrides; none read when none exists at the index's last position
-        check (``recommend.curation.OverridePresence``)."""
+        check (``recommend.lists.curation.OverridePresence``)."""
         position = self.index.follower.position
         if position is not None and not self.overrides.exist(session, position.seq):
             return Curation.none()

@@ -24,11 +24,11 @@ from recengine.pipeline.feedback import FeedbackCounter
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.pool import AnalysisPool
 from recengine.recommend.feed import ReaderFeeds
+from recengine.recommend.feeds.retention import Expiry, ReaderData
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.override_rules import DuplicatePins
 from recengine.recommend.overrides import Overrides
 from recengine.recommend.ranking import Variants
-from recengine.recommend.reader_data import Expiry, ReaderData
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.notify import ChangeListener, listens
 from recengine.storage.walwatch import WalWatch, watched_file

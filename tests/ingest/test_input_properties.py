@@ -26,7 +26,7 @@ from recengine.errors import InvalidRecord, InvalidRequest
 from recengine.jsontext import loads
 from recengine.pipeline.ingest.readers import read_jsonl
 from recengine.pipeline.ingest.records import ArticleRecord, parse_record
-from recengine.recommend.params import check_time
+from recengine.recommend.lists.params import check_time
 from recengine.storage.db import make_engine
 from recengine.storage.migrate import upgrade
 from recengine.text.tokenize import Tokenizer

@@ -36,7 +36,7 @@ from recengine.storage.state import read_state
 from recengine.text.newwords import DiscoveryParams, discover_words
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 from tests.conftest import make_settings
-from tests.test_related_dense import vectors_of
+from tests.recommend.test_related_dense import vectors_of
 from tests.test_tokenize_backends import real_texts
 
 ON = {"new_words": True, "new_words_min_count": 5}

@@ -35,8 +35,8 @@ from recengine.storage.index_rows import index_rows
 from recengine.text.compare import Compared, article_passages
 from tests.factories import csl_records, javaguide_records
 from tests.neardup_helpers import clusters
+from tests.recommend.test_related import delete_article
 from tests.test_passage_candidates import partial_copies
-from tests.test_related import delete_article
 
 
 def real_corpus(data_dir: Path) -> list[dict[str, Any]]:

@@ -1,5 +1,5 @@
 """``/api/v1/users/<user>``: reader events (what a reader read), the reader's feed, and the
-reader's data: the history as stored and its erasure (``recommend.reader_data``).
+reader's data: the history as stored and its erasure (``recommend.feeds.retention``).
 
 A feed says what its reader read (``because_you_read``), so it needs the API key unless
 ``web.public_feeds``; the history and the erasure always need it. Every request this app

@@ -38,7 +38,7 @@ from recengine.web.services import services, session
 MAX_PARAGRAPHS = 80
 LATEST = 15
 WIDGET_K = 8  # what the page's widget asks for (data-recengine-k)
-# The rules of the near-duplicate criterion as the editor view names them (recommend.listing).
+# The rules of the near-duplicate criterion as the editor view names them (recommend.lists.listing).
 RULE_NAMES = {
     "resemblance": "文本相似度",
     "containment": "文本包含度",

@@ -34,7 +34,7 @@ from pydantic import (
 from recengine.config import Settings
 from recengine.pipeline.ingest.record_schema import ID_PATTERN
 from recengine.pipeline.ingest.records import ArticleRecord, limited_record
-from recengine.recommend.params import DECIMAL, INTEGER
+from recengine.recommend.lists.params import DECIMAL, INTEGER
 from recengine.times import TIME_SCHEMA, TIME_TEXT_SCHEMA, parse_time
 
 # The caller's id of an article or a reader: 1-255 characters, not all blank, no control

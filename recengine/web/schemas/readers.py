@@ -1,5 +1,5 @@
 """Models of a reader's data endpoints: the history (``GET /api/v1/users/<user>/events``) and
-its erasure (``DELETE /api/v1/users/<user>``); see ``recommend.reader_data``."""
+its erasure (``DELETE /api/v1/users/<user>``); see ``recommend.feeds.retention``."""
 
 from __future__ import annotations
 

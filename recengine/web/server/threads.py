@@ -18,7 +18,7 @@ def limit_native_threads(count: int) -> None:
     thread per core in every worker only contends for the same cores. Measured on a 2-core
     machine, 2 workers at 150 related lists/s over 2,529 real articles: half the worker's time
     was OpenBLAS's threads waiting for each other in the lists' small pairwise product
-    (``recommend.suppress.pairwise_cosines``). Libraries loaded already are limited through
+    (``recommend.lists.suppress.pairwise_cosines``). Libraries loaded already are limited through
     threadpoolctl; those loaded later (FAISS's OpenMP on the first search) read the
     environment when they load."""
     if count <= 0:

@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 
 from recengine.config import Settings
 from recengine.errors import InvalidRequest
-from recengine.recommend.params import check_int, check_score
+from recengine.recommend.lists.params import check_int, check_score
 from recengine.web.pages.demo import DemoQuery
 from recengine.web.schemas.core import LIST_PARAMETERS, build_models
 from recengine.web.schemas.editorial import OverridesQuery

@@ -25,8 +25,8 @@ from recengine.cli import main
 from recengine.cli.context import CliContext
 from recengine.config import Settings
 from recengine.errors import InvalidRequest
+from recengine.recommend.lists.params import check_id
 from recengine.recommend.overrides import NewOverride
-from recengine.recommend.params import check_id
 from recengine.storage.models import Override, ReaderEvent
 from recengine.web.api.errors import error_body
 from tests.factories import record

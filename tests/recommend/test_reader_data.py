@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.cli import main
 from recengine.cli.context import CliContext
 from recengine.config import Settings
-from recengine.recommend.reader_data import ReaderData
+from recengine.recommend.feeds.retention import ReaderData
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ReaderEvent
@@ -109,7 +109,7 @@ def test_reader_show_and_delete_on_the_command_line(
 def test_expiry_deletes_in_short_batches_until_none_is_left(
     settings: Settings, factory: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("recengine.recommend.reader_data.EXPIRE_BATCH", 2)
+    monkeypatch.setattr("recengine.recommend.feeds.retention.EXPIRE_BATCH", 2)
     now = datetime.now(UTC)
     with factory() as session, session.begin():
         article = _article(session, "x")

@@ -20,7 +20,7 @@ from recengine.index.view import RowFilter
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
-from recengine.recommend.blend import dense_query, ranked
+from recengine.recommend.lists.blend import dense_query, ranked
 from recengine.recommend.live import search_params
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.features import load_model_part
@@ -29,8 +29,8 @@ from recengine.storage.models import Article, ArticleFeatures, ModelPart
 from recengine.storage.state import read_state
 from tests.conftest import make_settings
 from tests.factories import javaguide_records
+from tests.recommend.test_related import live_related
 from tests.templates import load
-from tests.test_related import live_related
 
 DIMS = 16
 HELD_BACK = 5  # articles ingested only after the reindex

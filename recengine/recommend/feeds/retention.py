@@ -31,7 +31,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
-from recengine.recommend.params import check_id
+from recengine.recommend.lists.params import check_id
 from recengine.storage.db import transaction
 from recengine.storage.events import (
     any_event_before,

@@ -23,12 +23,18 @@ from sqlalchemy.orm import Session
 from recengine.derived.rows import epoch, label_hashes
 from recengine.features.tfidf import SparseVector
 from recengine.index.view import Hits, RowFilter
-from recengine.recommend.criterion import NO_CLUSTER, Articles, TextSource, VectorAt, anonymous
-from recengine.recommend.curation import take
+from recengine.recommend.lists.criterion import (
+    NO_CLUSTER,
+    Articles,
+    TextSource,
+    VectorAt,
+    anonymous,
+)
+from recengine.recommend.lists.curation import take
+from recengine.recommend.lists.params import Filters
+from recengine.recommend.lists.reasons import Reasons
+from recengine.recommend.lists.suppress import Reason
 from recengine.recommend.live import Snapshot
-from recengine.recommend.params import Filters
-from recengine.recommend.reasons import Reasons
-from recengine.recommend.suppress import Reason
 from recengine.storage.articles import titles_and_contents
 from recengine.storage.clusters import clusters_of, member_rows
 from recengine.storage.index_source import briefs, internal_ids
@@ -65,7 +71,7 @@ def with_clusters(
 ) -> Articles:
     """Articles with their cluster (canonical id) looked up in ``cluster_members``; with
     ``texts`` (:class:`Texts`) given, with what the criterion compares of their texts too
-    (``recommend.criterion`` decides on the texts the few pairs it needs)."""
+    (``recommend.lists.criterion`` decides on the texts the few pairs it needs)."""
     found = clusters_of(session=session, article_ids=[int(i) for i in ids])
     clusters = np.array([found.get(int(i), NO_CLUSTER) for i in ids], dtype=np.int64)
     return Articles(
@@ -112,7 +118,7 @@ def hit_vectors(snap: Snapshot, hits: Hits) -> VectorAt:
 
 
 def item(row: Row[Any], score: float, reasons: Reasons) -> dict[str, Any]:
-    """One entry of ``items`` (``reasons``: the kinds of ``recommend.reasons``)."""
+    """One entry of ``items`` (``reasons``: the kinds of ``recommend.lists.reasons``)."""
     return {
         "id": row.external_id,
         "title": row.title,

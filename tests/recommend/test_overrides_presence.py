@@ -1,6 +1,6 @@
 """Related lists read no overrides while none exists, and honour one added through another node
-from the next answer that sees its sequence (``recommend.curation.OverridePresence``), on SQLite
-and PostgreSQL, on real JavaGuide text."""
+from the next answer that sees its sequence (``recommend.lists.curation.OverridePresence``), on
+SQLite and PostgreSQL, on real JavaGuide text."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
 from recengine.pipeline.featurize import Featurizer
-from recengine.recommend.curation import OverridePresence
+from recengine.recommend.lists.curation import OverridePresence
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.state import read_state
 from tests.factories import javaguide_records
 from tests.overrides_helpers import add, remove
+from tests.recommend.test_related import ask, ids, loaded_service
 from tests.templates import load
-from tests.test_related import ask, ids, loaded_service
 
 
 @pytest.fixture

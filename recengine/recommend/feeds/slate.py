@@ -9,12 +9,12 @@ from sqlalchemy.orm import Session
 
 from recengine.features.tfidf import SparseVector
 from recengine.index.view import Hits
-from recengine.recommend.criterion import Articles, DuplicateCriterion, anonymous
-from recengine.recommend.curation import Curation
-from recengine.recommend.interests import Interest
-from recengine.recommend.listing import Texts, hit_vectors, with_clusters
+from recengine.recommend.feeds.interests import Interest
+from recengine.recommend.lists.criterion import Articles, DuplicateCriterion, anonymous
+from recengine.recommend.lists.curation import Curation
+from recengine.recommend.lists.listing import Texts, hit_vectors, with_clusters
+from recengine.recommend.lists.suppress import Reason, closest_duplicate
 from recengine.recommend.live import Snapshot
-from recengine.recommend.suppress import Reason, closest_duplicate
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class Slate:
     max_pair_similarity: float
     k: int
     curation: Curation = field(default_factory=Curation)
-    texts: Texts | None = None  # texts for the criterion (``recommend.criterion``), if read
+    texts: Texts | None = None  # texts for the criterion (``recommend.lists.criterion``), if read
     kept: list[Entry] = field(default_factory=list)
     suppressed: list[Cut] = field(default_factory=list)
     _queues: list[_Queue] = field(default_factory=list)

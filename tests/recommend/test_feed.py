@@ -18,9 +18,9 @@ from recengine.recommend.feed import ReaderFeeds
 from recengine.recommend.live import LiveIndex
 from recengine.storage.models import ReaderEvent
 from tests.factories import javaguide_records
+from tests.recommend.test_related import delete_article, repost
+from tests.recommend.test_related_properties import facts
 from tests.templates import load
-from tests.test_related import delete_article, repost
-from tests.test_related_properties import facts
 
 
 @pytest.fixture

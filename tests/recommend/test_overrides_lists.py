@@ -17,7 +17,7 @@ from recengine.recommend.overrides import NewOverride
 from recengine.recommend.related import RelatedArticles
 from tests.factories import javaguide_records
 from tests.overrides_helpers import add, listing, remove
-from tests.test_related import ask, delete_article, ids, loaded_service, repost
+from tests.recommend.test_related import ask, delete_article, ids, loaded_service, repost
 
 
 @pytest.fixture

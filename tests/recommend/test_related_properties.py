@@ -18,16 +18,16 @@ from recengine.features.neardup import NearDupCriterion
 from recengine.features.simhash import hamming
 from recengine.features.tfidf import SparseVector
 from recengine.pipeline.featurize import Featurizer
-from recengine.recommend.criterion import NO_CLUSTER, Articles, DuplicateCriterion
-from recengine.recommend.curation import Curation
+from recengine.recommend.lists.criterion import NO_CLUSTER, Articles, DuplicateCriterion
+from recengine.recommend.lists.curation import Curation
+from recengine.recommend.lists.suppress import pick
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
-from recengine.recommend.suppress import pick
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 from recengine.storage.state import read_state
 from tests.factories import javaguide_records
+from tests.recommend.test_related import repost
 from tests.templates import load
-from tests.test_related import repost
 
 JUDGE = NearDupCriterion(k=8, min_cosine=0.9)
 HASHER = TermHasher()

@@ -1,7 +1,7 @@
 """Duplicate suppression over a ranked list: greedy, best first, with the reason for each cut.
 
 Walking the candidates best first, a candidate is suppressed when the criterion
-(``recommend.criterion``) makes it a duplicate of an *anchor* (the query article; for a feed,
+(``recommend.lists.criterion``) makes it a duplicate of an *anchor* (the query article; for a feed,
 every article the reader has read) or of a result already kept. So the list never holds the
 query's duplicates, never two articles of one cluster and never two near-duplicates of each
 other. Of each group of duplicates the best-scoring one is shown, except that with
@@ -10,15 +10,15 @@ other. Of each group of duplicates the best-scoring one is shown, except that wi
 best-scoring copy, which is then cut as its duplicate: site owners want the original's url, and
 a copy ranked above its original is only a copy that shares a few more words with the query.
 
-With a :class:`~recengine.recommend.curation.Curation`, the editors' overrides correct the
+With a :class:`~recengine.recommend.lists.curation.Curation`, the editors' overrides correct the
 criterion's verdicts (``not_duplicate``, ``same_article``), and a candidate blocked with an
 anchor or with a result kept above it is skipped (not reported as a duplicate).
 
 Each cut carries its :class:`Reason`: which rule made the pair the same article. One of
-``"cluster"`` (the two are in one cluster; ``recommend.listing.cut_entries`` replaces it by the
-rule stored with the cluster row, resemblance or containment, and its figure), ``"cosine"``
+``"cluster"`` (the two are in one cluster; ``recommend.lists.listing.cut_entries`` replaces it by
+the rule stored with the cluster row, resemblance or containment, and its figure), ``"cosine"``
 (within the radius, the stored vectors' cosine), ``"resemblance"`` / ``"containment"`` (outside
-one cluster, decided on the texts: ``recommend.criterion``) or ``"editor"`` (an editor's
+one cluster, decided on the texts: ``recommend.lists.criterion``) or ``"editor"`` (an editor's
 ``same_article``).
 """
 
@@ -32,8 +32,8 @@ import numpy.typing as npt
 
 from recengine.features.simhash import hamming_many
 from recengine.features.tfidf import SparseVector
-from recengine.recommend.criterion import NO_CLUSTER, Articles, DuplicateCriterion
-from recengine.recommend.curation import Curation
+from recengine.recommend.lists.criterion import NO_CLUSTER, Articles, DuplicateCriterion
+from recengine.recommend.lists.curation import Curation
 
 
 @dataclass(frozen=True)
@@ -174,8 +174,8 @@ def may_duplicate(
     candidates: Articles, anchors: Articles, criterion: DuplicateCriterion
 ) -> npt.NDArray[np.bool_]:
     """``bool (n,)``: candidate ``i`` is within the radius of, in one cluster with, or (when
-    texts are read, ``recommend.criterion``) at least ``text_cosine`` similar to an anchor or a
-    candidate before it; the others duplicate nothing the walk can keep (the criterion needs
+    texts are read, ``recommend.lists.criterion``) at least ``text_cosine`` similar to an anchor or
+    a candidate before it; the others duplicate nothing the walk can keep (the criterion needs
     one of these), so it skips them. One vectorised pass over all pairs."""
     n = len(candidates)
     prints = np.asarray(candidates.fingerprints, np.uint64)

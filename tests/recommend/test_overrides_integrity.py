@@ -24,7 +24,7 @@ from recengine.storage.models import Article, Override
 from recengine.storage.state import read_state
 from tests.factories import javaguide_records
 from tests.overrides_helpers import add, listing, remove
-from tests.test_related import ask, ids, loaded_service, repost
+from tests.recommend.test_related import ask, ids, loaded_service, repost
 
 
 @pytest.fixture

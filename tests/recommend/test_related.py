@@ -18,8 +18,8 @@ from recengine.pipeline.demo_corpus import inews_records
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
-from recengine.recommend.criterion import DuplicateCriterion
 from recengine.recommend.feed import ReaderFeeds
+from recengine.recommend.lists.criterion import DuplicateCriterion
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.articles import get_article, soft_delete

@@ -17,8 +17,8 @@ from recengine.pipeline.reindex.full import reindex
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
 from tests.factories import javaguide_records
+from tests.recommend.test_related import delete_article, repost
 from tests.templates import load
-from tests.test_related import delete_article, repost
 
 
 def with_related(settings: Settings, **related: Any) -> Settings:

@@ -13,7 +13,7 @@ commit (with the default ``index.sync_interval_s = 0``, from its commit on; see
   nothing (a copy of an excluded article can be shown in its place);
 * **blocked** pairs are never shown together: the query's partners are filtered out before the
   candidate cut, and a candidate blocked with an item kept above it is skipped
-  (``recommend.suppress.pick``) as is one blocked with an article the reader read (feeds);
+  (``recommend.lists.suppress.pick``) as is one blocked with an article the reader read (feeds);
 * **not duplicates** (a pair, or an article against all) and **same article** pairs correct
   the duplicate criterion's verdict (:meth:`Curation.correct`): a ``not_duplicate`` pair is
   never suppressed as a duplicate, whatever the fingerprints say; a ``same_article`` pair always

@@ -48,7 +48,7 @@ VectorAt = Callable[[int], SparseVector]
 
 
 class TextSource(Protocol):
-    """What the criterion compares of articles' texts, by article id (``recommend.listing``
+    """What the criterion compares of articles' texts, by article id (``recommend.lists.listing``
     reads them from SQL): ``want`` names, in one call, the articles whose texts a decision may
     soon need, so that they are read together (one query, not one per article)."""
 

@@ -1,0 +1,9 @@
+"""What every related list and feed shares, from candidates to items.
+
+:mod:`.params` validates filters; :mod:`.blend` ranks candidates of both sources;
+:mod:`.criterion` decides which candidates are one article; :mod:`.suppress` walks a ranked
+list keeping one of each (:mod:`.curation`: the editors' overrides as a list sees them);
+:mod:`.listing` builds items and suppressed entries; :mod:`.explain` and :mod:`.reasons` say
+why an item is there. ``listing`` imports ``suppress``, which imports ``criterion`` and
+``curation``; the others import nothing here.
+"""

@@ -1,0 +1,1 @@
+"""Tests of recengine.recommend: related lists, feeds, variants, overrides in lists."""
