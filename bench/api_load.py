@@ -81,10 +81,10 @@ from recengine.config import Settings, load_settings
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
-from recengine.storage.articles import count_live
 from recengine.storage.db import make_engine, make_session_factory, transaction
 from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article
+from recengine.storage.rows.articles import count_live
 from recengine.web import create_app
 
 RESULTS = Path(__file__).with_name("results")

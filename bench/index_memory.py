@@ -28,7 +28,7 @@ import psutil
 from recengine.config import load_settings
 from recengine.derived.registry import followers
 from recengine.storage.db import make_engine, make_session_factory
-from recengine.storage.index_rows import SqlIndexRows
+from recengine.storage.rows.index_rows import SqlIndexRows
 
 SYNTHETIC = {"features": {"simhash_top_n": 100_000}}  # as bench.api_load builds its corpus
 

@@ -47,7 +47,7 @@ from recengine.features.hashing import TermHasher
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.simhash import hamming_many
 from recengine.features.tfidf import SparseVector, TfidfVectorizer, fit_idf
-from recengine.index.neardup import NearDupIndex
+from recengine.index.neardup.radius import NearDupIndex
 from recengine.pipeline.clusters.leader_rule import assign, rank_key, verify_pairs
 from recengine.pipeline.featurize import Featurizer, text_of
 from recengine.text.compare import Compared, article_passages

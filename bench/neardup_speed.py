@@ -10,7 +10,7 @@ Compared side by side in this process:
 
 * recengine ``NearDupIndex`` (FAISS IndexBinaryMultiHash, layout chosen for k and n);
 * FAISS ``IndexBinaryFlat`` (exact brute force);
-* with ``--passages``: the passage index (``recengine.index.passages``, the second candidate
+* with ``--passages``: the passage index (``recengine.index.neardup.passages``, the second candidate
   source: 8 uniform hashes per article, planted partial copies sharing 1..8 of them);
 * with ``--leader``: the reindex's leader pass in rank blocks over the same fingerprints (the
   candidate work a recluster runs; a verification that always passes);
@@ -43,8 +43,8 @@ import numpy as np
 import psutil
 
 from bench.recluster import PeakRss
-from recengine.index.neardup import NearDupIndex, Pairs, as_codes
-from recengine.index.passages import PassageIndex
+from recengine.index.neardup.passages import PassageIndex
+from recengine.index.neardup.radius import NearDupIndex, Pairs, as_codes
 from recengine.pipeline.clusters.leader_pass import leader_blocks
 from recengine.pipeline.clusters.leader_rule import Edge
 

@@ -37,8 +37,8 @@ from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
-from recengine.storage.clusters import clusters_of
-from recengine.storage.index_source import internal_ids
+from recengine.storage.rows.clusters import clusters_of
+from recengine.storage.rows.index_source import internal_ids
 
 K = 10
 

@@ -37,7 +37,7 @@ from sqlalchemy import select
 from bench.cluster_upkeep import templated
 from bench.corpus import inews_docs
 from bench.store import sqlite_store
-from recengine.index.candidates import Candidates
+from recengine.index.neardup.candidates import Candidates
 from recengine.pipeline.clusters.upkeep import Deduplicator
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest.ingester import Ingester

@@ -32,8 +32,8 @@ from recengine.features.tfidf import SparseVector
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
-from recengine.storage.clusters import clusters_of
 from recengine.storage.models import Article, ArticleFeatures
+from recengine.storage.rows.clusters import clusters_of
 from recengine.storage.state import read_state
 from recengine.text.compare import Compared
 

@@ -67,11 +67,11 @@ from bench.related_sweeps import (
 )
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import IdfModel, TfidfVectorizer
-from recengine.index.view import RowFilter
+from recengine.index.related.view import RowFilter
 from recengine.pipeline.featurize import Featurizer
 from recengine.recommend.live import LiveIndex, search_params
 from recengine.recommend.related import RelatedArticles
-from recengine.storage.features import load_model_payload
+from recengine.storage.rows.features import load_model_payload
 
 K = 10
 

@@ -38,7 +38,7 @@ import scipy.sparse as sp
 
 from bench.related_synthetic import write_database
 from recengine.config import load_settings
-from recengine.index.view import RowFilter, SearchParams
+from recengine.index.related.view import RowFilter, SearchParams
 from recengine.pipeline.reindex.dense_fit import fit_dense
 from recengine.recommend.live import LiveIndex, search_params
 from recengine.recommend.related import RelatedArticles

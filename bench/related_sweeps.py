@@ -21,8 +21,8 @@ from bench.corpus import Doc
 from bench.related_common import csr, related
 from recengine.config import load_settings
 from recengine.features.tfidf import SparseVector, TfidfVectorizer, fit_idf
-from recengine.index.segment import NO_DATE, Rows, build_segment
-from recengine.index.view import IndexView, Part, RowFilter, SearchParams
+from recengine.index.related.segment import NO_DATE, Rows, build_segment
+from recengine.index.related.view import IndexView, Part, RowFilter, SearchParams
 from recengine.pipeline.featurize import Featurizer
 
 _COUNTS: dict[str, list[dict[str, int]]] = {}

@@ -1,6 +1,6 @@
 """A separate process holding one follower of a derived index kind, driven over a pipe.
 
-Used by ``tests/test_index_conformance.py``: two of these play two server processes. Each
+Used by ``tests/index/test_index_conformance.py``: two of these play two server processes. Each
 holds the follower of one kind (for the near-duplicate candidate kinds, radius and passages,
 the one its ingester's clusters use, so writes sync it inside their transactions) and runs
 the operations it is sent.
@@ -27,9 +27,9 @@ from recengine.pipeline.clusters.upkeep import Deduplicator
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
-from recengine.storage.articles import get_article, soft_delete
 from recengine.storage.db import make_engine, make_session_factory, transaction
-from recengine.storage.index_rows import SqlIndexRows
+from recengine.storage.rows.articles import get_article, soft_delete
+from recengine.storage.rows.index_rows import SqlIndexRows
 from recengine.storage.state import begin_write
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 

@@ -17,8 +17,8 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.feedback import CLICK, IMPRESSION, Event, FeedbackCounter, TokenBuckets
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.storage.db import make_engine, make_session_factory
-from recengine.storage.feedback import counts_between, totals_by
 from recengine.storage.models import FeedbackCount
+from recengine.storage.rows.feedback import counts_between, totals_by
 from tests.factories import record
 
 

@@ -9,7 +9,7 @@ were stored twice, weighing twice in the reader's feed. Events are now idempoten
 time, article and kind: the rows repeated so far are removed (the first of each is kept), and
 the unique index replaces ``ix_reader_events_user_at``, which it serves as well (its first
 columns are the same: a reader's events by time). Inserts skip rows that exist
-(``storage.events.add_events``, ``ON CONFLICT DO NOTHING`` on both databases).
+(``storage.rows.events.add_events``, ``ON CONFLICT DO NOTHING`` on both databases).
 """
 
 from __future__ import annotations

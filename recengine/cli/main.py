@@ -9,7 +9,7 @@ another writer for too long: nothing was changed, try again); 141 the output pip
 Start-up is kept short: the commands are listed with their one-line help from
 :data:`COMMANDS` and a command's module is imported only when that command runs (or shows its
 own ``--help``); settings are read on first use. ``recengine --help`` imports click and this
-module, nothing else (``tests/test_cli_startup.py`` checks both).
+module, nothing else (``tests/cli/test_cli_startup.py`` checks both).
 """
 
 from __future__ import annotations
@@ -37,62 +37,66 @@ BUSY_MESSAGE = (
 
 
 # name -> (module, attribute, one-line help as `recengine --help` lists it). The help must be
-# the command's own short help (tests/test_cli_startup.py compares them).
+# the command's own short help (tests/cli/test_cli_startup.py compares them).
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "article": (
-        "recengine.cli.article",
+        "recengine.cli.content.article",
         "article",
         "Stored articles: show one, list them page by page, delete one.",
     ),
-    "db": ("recengine.cli.db", "db", "Database schema commands."),
+    "db": ("recengine.cli.operations.db", "db", "Database schema commands."),
     "demo": (
-        "recengine.cli.demo",
+        "recengine.cli.operations.demo",
         "demo",
         "Create the database, ingest and index the demo corpus, then serve it.",
     ),
     "duplicates": (
-        "recengine.cli.duplicates",
+        "recengine.cli.content.duplicates",
         "duplicates",
         "List near-duplicate clusters of two or more articles, canonical first.",
     ),
     "events": (
-        "recengine.cli.feed",
+        "recengine.cli.content.feed",
         "events",
         "Record that reader USER read ARTICLE_IDS (all or none: an unknown id changes nothing).",
     ),
     "feed": (
-        "recengine.cli.feed",
+        "recengine.cli.content.feed",
         "feed",
         "The de-duplicated feed of reader USER, from what they read (`recengine events`).",
     ),
-    "ingest": ("recengine.cli.ingest", "ingest", "Upsert the articles of FILE by their id."),
+    "ingest": (
+        "recengine.cli.operations.ingest",
+        "ingest",
+        "Upsert the articles of FILE by their id.",
+    ),
     "reindex": (
-        "recengine.cli.reindex",
+        "recengine.cli.operations.reindex",
         "reindex",
         "Rebuild IDF, vectors and fingerprints from the stored articles.",
     ),
     "override": (
-        "recengine.cli.override",
+        "recengine.cli.content.override",
         "override",
         "Editors' overrides (list, add, remove), printed as JSON.",
     ),
     "reader": (
-        "recengine.cli.reader",
+        "recengine.cli.content.reader",
         "reader",
         "A reader's data: show what they read, or delete (erase) it.",
     ),
     "related": (
-        "recengine.cli.related",
+        "recengine.cli.content.related",
         "related",
         "Articles related to ARTICLE_ID, near-duplicates suppressed (and listed).",
     ),
     "report": (
-        "recengine.cli.report",
+        "recengine.cli.operations.report",
         "report",
         "Write an HTML report: nearest-neighbour distances, clusters, top terms, suppression.",
     ),
     "serve": (
-        "recengine.cli.serve",
+        "recengine.cli.operations.serve",
         "serve",
         "Serve the HTTP API, /widget.js and the demo page with gunicorn.",
     ),

@@ -70,7 +70,7 @@ def print_ranked(heading: str, body: dict[str, Any], session: Session) -> None:
     if floor and floor["dropped"]:
         click.echo(f"  ({floor['dropped']} more below the relevance floor {floor['min_score']:g})")
     if body["suppressed"]:
-        from recengine.storage.articles import titles_of
+        from recengine.storage.rows.articles import titles_of
 
         ids = [i for s in body["suppressed"] for i in (s["id"], s["duplicate_of"])]
         titles = titles_of(session=session, external_ids=ids)

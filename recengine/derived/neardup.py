@@ -13,7 +13,7 @@ canonicals it may join (``pipeline.clusters.upkeep``): a templated page type put
 the radius of every other, and the full index then answers a new page with the whole cluster.
 An article's presence there changes when its member row comes or goes, which another article's
 write can cause (a takeover, a canonical deleted): writers give such articles the write's
-``seq`` (``storage.overrides.mark_changed``), so every process follows the change like an edit.
+``seq`` (``storage.rows.overrides.mark_changed``), so every process follows the change like an edit.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from recengine.derived.indexes import follower_options, index_directory
 from recengine.index.container import Arrays
 from recengine.index.follower import Follower
 from recengine.index.kind import I64, IndexKind
-from recengine.index.neardup import NearDupIndex
+from recengine.index.neardup.radius import NearDupIndex
 
 
 class NearDupKind(IndexKind[NearDupIndex]):
-    """Exact radius-``k`` index over fingerprints (``index.neardup.NearDupIndex``).
+    """Exact radius-``k`` index over fingerprints (``index.neardup.radius.NearDupIndex``).
 
     Args:
         k: the largest radius searches may ask for.

@@ -28,14 +28,14 @@ from recengine.derived.indexes import follower_options, index_directory
 from recengine.index.container import Arrays
 from recengine.index.follower import Follower
 from recengine.index.kind import I64, IndexKind
-from recengine.index.passages import Packed, PassageIndex, passage_rows
+from recengine.index.neardup.passages import Packed, PassageIndex, passage_rows
 from recengine.text.compare import article_passages
 from recengine.text.hints import TextHints
 from recengine.text.passages import PASSAGE_CHARS, PASSAGES_KEPT, Passages
 
 
 class PassageKind(IndexKind[PassageIndex]):
-    """Articles by passage hash (``index.passages.PassageIndex``).
+    """Articles by passage hash (``index.neardup.passages.PassageIndex``).
 
     Args:
         stop_df: ``neardup.passage_stop_df`` (a hash held by more articles is ignored).
@@ -70,7 +70,7 @@ class PassageKind(IndexKind[PassageIndex]):
 
     def build_packed(self, parts: Iterable[Packed]) -> PassageIndex:
         """The index of articles whose passages are computed already (each id once, packed by
-        ``index.passages.passage_rows``): a reindex's, from what its workers computed beside
+        ``index.neardup.passages.passage_rows``): a reindex's, from what its workers computed beside
         the tokens (``pipeline.reindex.job``), as :meth:`build`'s from SQL rows."""
         index = PassageIndex(self.stop_df)
         for ids, rows, counts in parts:

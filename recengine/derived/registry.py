@@ -1,5 +1,5 @@
 """Every kind of derived index a deployment keeps, by name: what a reindex publishes after its
-switch, and what the conformance test runs over (``tests/test_index_conformance.py``)."""
+switch, and what the conformance test runs over (``tests/index/test_index_conformance.py``)."""
 
 from __future__ import annotations
 

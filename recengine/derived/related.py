@@ -22,8 +22,8 @@ from recengine.index import layered
 from recengine.index.container import Arrays
 from recengine.index.follower import Follower
 from recengine.index.kind import I64, IndexKind
-from recengine.index.segment import build_segment, concat_rows, empty_rows
-from recengine.index.view import IndexView
+from recengine.index.related.segment import build_segment, concat_rows, empty_rows
+from recengine.index.related.view import IndexView
 
 
 class RelatedKind(IndexKind[IndexView]):

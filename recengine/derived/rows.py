@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from recengine.features.hashing import term_hash
 from recengine.features.tfidf import SparseVector
-from recengine.index.segment import NO_DATE, NO_LABEL, Rows, empty_rows
+from recengine.index.related.segment import NO_DATE, NO_LABEL, Rows, empty_rows
 
 
 @lru_cache(maxsize=65_536)

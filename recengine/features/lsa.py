@@ -73,7 +73,7 @@ class LsaModel:
         building a sparse matrix: 0.12 against 0.35 ms. Bit for bit the page's row: scipy's
         CSR product sums a row's terms in ascending column order, one float64 product at a
         time, and so does ``add.reduce`` down the rows of the terms in that order
-        (``tests/test_lsa.py`` holds the two equal)."""
+        (``tests/features/test_lsa.py`` holds the two equal)."""
         at = np.minimum(np.searchsorted(self.hashes, hashes), max(len(self.hashes) - 1, 0))
         hit = self.hashes[at] == hashes if len(self.hashes) else np.zeros(len(hashes), bool)
         cols, vals = at[hit], weights[hit].astype(np.float64)

@@ -8,8 +8,8 @@ For a document with features f_j of weight w_j and 64-bit hashes h_j::
 Bit i is ``(h >> i) & 1``. Documents whose fingerprints differ in few bits share most of their
 heavy features. The batch version computes all ``s`` of a block of documents with one batched
 matrix product of weights and hash bits; it equals the plain per-feature loop
-bit for bit (``tests/test_simhash.py``) and the PyPI ``simhash`` package given the same hashes
-and weights (``bench/features.py``).
+bit for bit (``tests/features/test_simhash.py``) and the PyPI ``simhash`` package given the same
+hashes and weights (``bench/features.py``).
 
 Array contracts: feature hashes ``uint64``, weights ``float32``/``float64``, fingerprints
 ``uint64 (n,)``.

@@ -1,1 +1,9 @@
-"""Index layer: in-memory search structures over arrays and int64 ids (no ORM, no SQL)."""
+"""Index layer: in-memory search structures over arrays and int64 ids (no ORM, no SQL).
+
+* :mod:`.related`: the candidate index of related articles (segments, postings, exact scoring);
+* :mod:`.neardup`: near-duplicate candidates (the exact simhash radius index, its block
+  tables, the passage index);
+* :mod:`.dense`: dense vectors and their FAISS index;
+* what every derived index shares: :mod:`.follower` (kept in step with SQL), :mod:`.kind`,
+  :mod:`.container` (the file format), :mod:`.layered` (main + delta segments), :mod:`.ids`.
+"""

@@ -21,7 +21,7 @@ says how to turn rows into its index:
 * optionally :meth:`IndexKind.compaction_due` / :meth:`IndexKind.compact` (kinds made of a main
   segment plus deltas, ``index.layered``).
 
-Rows come from a :class:`RowReader` (``storage.index_rows`` implements it over SQLAlchemy);
+Rows come from a :class:`RowReader` (``storage.rows.index_rows`` implements it over SQLAlchemy);
 ``index`` itself knows no SQL. A row has attributes ``id``, ``seq`` and each name in
 ``fields``; change rows also have ``present`` (false: the article was deleted, has no features
 under the version, or no terms when the kind needs them: remove it).

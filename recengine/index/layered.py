@@ -1,11 +1,12 @@
 """A main segment plus small delta segments: how an immutable index takes changes cheaply.
 
 For index kinds whose structure is expensive to build but cheap to search in several pieces
-(the related-articles segments, ``index.segment``). An :class:`~recengine.index.view.IndexView`
-is a tuple of parts, each a segment and its ``alive`` mask; part 0 is the *main* segment.
-Applying changes (:func:`with_changes`) never touches a segment: the rows the changes replace
-or delete are marked dead (a new mask), and the new rows become one more small segment. So a
-query never sees half a change, and a change costs time in proportion to its own size.
+(the related-articles segments, ``index.related.segment``). An
+:class:`~recengine.index.related.view.IndexView` is a tuple of parts, each a segment and its
+``alive`` mask; part 0 is the *main* segment. Applying changes (:func:`with_changes`) never touches
+a segment: the rows the changes replace or delete are marked dead (a new mask), and the new rows
+become one more small segment. So a query never sees half a change, and a change costs time in
+proportion to its own size.
 
 Upkeep, so that searches stay fast:
 
@@ -29,8 +30,8 @@ import numpy as np
 
 from recengine.index.container import Arrays
 from recengine.index.kind import I64
-from recengine.index.segment import Segment, build_segment, concat_rows
-from recengine.index.view import IndexView, Part
+from recengine.index.related.segment import Segment, build_segment, concat_rows
+from recengine.index.related.view import IndexView, Part
 
 DEAD_SHARE = 5  # compact when more than 1/DEAD_SHARE of the main segment is dead
 MIN_DEAD = 1_000

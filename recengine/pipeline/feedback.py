@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings
 from recengine.errors import InvalidRequest, NotFound, Overloaded, RateLimited
 from recengine.storage.db import transaction
-from recengine.storage.feedback import CountKey, add_counts, article_ids
+from recengine.storage.rows.feedback import CountKey, add_counts, article_ids
 
 log = logging.getLogger(__name__)
 

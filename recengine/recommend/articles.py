@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 
 from recengine.errors import NotFound
 from recengine.recommend.lists.params import check_id, check_int
-from recengine.storage.articles import get_article, live_articles_after
 from recengine.storage.models import Article
+from recengine.storage.rows.articles import get_article, live_articles_after
 
 MAX_LIMIT = 1_000  # articles per page
 MAX_CURSOR = 2**63 - 1  # ids are SQL BIGINT

@@ -19,10 +19,10 @@ from sqlalchemy.orm import Session
 from recengine.errors import ModelMissing, NotFound
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import SparseVector
-from recengine.storage.articles import get_article
-from recengine.storage.clusters import MemberRow, canonical_of, iter_members, members_of
-from recengine.storage.features import features_of
 from recengine.storage.models import Article
+from recengine.storage.rows.articles import get_article
+from recengine.storage.rows.clusters import MemberRow, canonical_of, iter_members, members_of
+from recengine.storage.rows.features import features_of
 from recengine.storage.state import read_state
 from recengine.text.compare import Compared
 

@@ -41,7 +41,7 @@ from sqlalchemy.orm import Session
 from recengine.config import Settings
 from recengine.errors import InvalidRequest, NotFound
 from recengine.features.tfidf import EMPTY_VECTOR, SparseVector
-from recengine.index.view import Hits, RowFilter
+from recengine.index.related.view import Hits, RowFilter
 from recengine.recommend.feeds.interests import Interest, find_interests, history_of
 from recengine.recommend.feeds.retention import cutoff
 from recengine.recommend.feeds.slate import Slate
@@ -60,10 +60,10 @@ from recengine.recommend.lists.listing import (
 from recengine.recommend.lists.params import Filters, check_id, check_int, check_time
 from recengine.recommend.lists.reasons import Reasons
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
-from recengine.storage.events import add_events, read_article_ids
-from recengine.storage.features import features_of
-from recengine.storage.index_source import briefs, fingerprints_by_id, internal_ids
-from recengine.storage.overrides import pins_of
+from recengine.storage.rows.events import add_events, read_article_ids
+from recengine.storage.rows.features import features_of
+from recengine.storage.rows.index_source import briefs, fingerprints_by_id, internal_ids
+from recengine.storage.rows.overrides import pins_of
 from recengine.storage.state import lock_writers
 
 

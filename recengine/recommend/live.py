@@ -14,8 +14,8 @@ of the state row per answer); when ``related.dense_weight`` is 0 it is never ope
 
 A :class:`Snapshot` (model version, change sequence, an ``IndexView``, the dense state of the
 same version or None) answers one query; it is never modified. TF-IDF answers do not depend
-on how rows are spread over segments (``index.view``), so every process that has caught up with
-the same ``seq`` gives the same answers (dense candidates too below ``dense.ivf_min``
+on how rows are spread over segments (``index.related.view``), so every process that has caught up
+with the same ``seq`` gives the same answers (dense candidates too below ``dense.ivf_min``
 articles, where their search is exact). Delay for a
 write to show in another process: ``index.sync_interval_s`` plus the catch-up (milliseconds
 for a few articles); after a reindex, loading the file the reindex published (under a second at
@@ -33,8 +33,8 @@ from recengine.config import Settings
 from recengine.derived.dense import DenseState, dense_follower
 from recengine.derived.related import related_follower
 from recengine.errors import ModelMissing
-from recengine.index.view import IndexView, Part, SearchParams
-from recengine.storage.index_rows import SqlIndexRows
+from recengine.index.related.view import IndexView, Part, SearchParams
+from recengine.storage.rows.index_rows import SqlIndexRows
 
 
 @dataclass(frozen=True, eq=False)

@@ -28,9 +28,9 @@ from recengine.features.tfidf import SparseVector
 from recengine.recommend.lists.criterion import NO_CLUSTER, DuplicateCriterion, Matches
 from recengine.recommend.lists.curation import Curation, pair
 from recengine.recommend.lists.listing import Texts, with_clusters
-from recengine.storage.clusters import clusters_of
-from recengine.storage.index_source import features_by_id
-from recengine.storage.overrides import NOT_DUPLICATE, SAME_ARTICLE, relations_touching
+from recengine.storage.rows.clusters import clusters_of
+from recengine.storage.rows.index_source import features_by_id
+from recengine.storage.rows.overrides import NOT_DUPLICATE, SAME_ARTICLE, relations_touching
 from recengine.storage.state import read_state
 
 

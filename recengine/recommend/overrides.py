@@ -1,4 +1,4 @@
-"""Editors' overrides: adding, removing and listing them (``storage.overrides``).
+"""Editors' overrides: adding, removing and listing them (``storage.rows.overrides``).
 
 Each override is written in one transaction under the writers' lock
 (``state.begin_write``), so it is ordered with ingest and reindex switches. Overrides that
@@ -38,8 +38,8 @@ from recengine.errors import InvalidRequest, NotFound
 from recengine.recommend.lists.params import check_id
 from recengine.recommend.override_rules import DuplicatePins, check_groups
 from recengine.storage.db import transaction
-from recengine.storage.index_source import internal_ids
-from recengine.storage.overrides import (
+from recengine.storage.rows.index_source import internal_ids
+from recengine.storage.rows.overrides import (
     BLOCK,
     CANONICAL,
     CLUSTER_KINDS,

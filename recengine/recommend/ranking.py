@@ -31,8 +31,8 @@ from itertools import accumulate
 import numpy as np
 
 from recengine.config import ExperimentSettings, Settings
-from recengine.index.segment import NO_LABEL, gather_ranges
-from recengine.index.view import Hits, IndexView
+from recengine.index.related.segment import NO_LABEL, gather_ranges
+from recengine.index.related.view import Hits, IndexView
 from recengine.recommend.lists.curation import take
 
 PARTS = ("cosine", "category", "tags")

@@ -54,7 +54,7 @@ from recengine.config import Settings
 from recengine.derived.rows import label_hash, label_hashes
 from recengine.errors import ModelMissing, NotFound
 from recengine.features.tfidf import EMPTY_VECTOR, SparseVector
-from recengine.index.view import Hits, RowFilter
+from recengine.index.related.view import Hits, RowFilter
 from recengine.recommend.lists.blend import dense_query, ranked
 from recengine.recommend.lists.criterion import DuplicateCriterion
 from recengine.recommend.lists.curation import Curation, OverridePresence, concat
@@ -73,7 +73,7 @@ from recengine.recommend.lists.reasons import Reasons
 from recengine.recommend.lists.suppress import Picked, pick
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
 from recengine.recommend.ranking import Ranking, Variants, blend
-from recengine.storage.index_source import briefs, query_article
+from recengine.storage.rows.index_source import briefs, query_article
 from recengine.storage.state import read_state
 
 # When suppression and filters leave fewer than offset + k results, candidates grow by this

@@ -1,6 +1,6 @@
 """Click-through rates of the related lists, by A/B variant and by slot, for the report.
 
-From the daily feedback counters (``storage.feedback``) of a range of days: CTR = clicks /
+From the daily feedback counters (``storage.rows.feedback``) of a range of days: CTR = clicks /
 impressions, with a 95 % Wilson score interval (right near 0, where CTRs live, unlike the
 normal approximation). Each variant is compared with the first one listed (the control) by a
 two-sided two-proportion z-test on their totals; a difference whose p-value is 0.05 or more is

@@ -28,10 +28,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.features.tfidf import IdfModel
 from recengine.report.ctr import CtrReport, ctr_report
 from recengine.storage.db import transaction
-from recengine.storage.features import load_model_payload
-from recengine.storage.feedback import last_day, totals_by
-from recengine.storage.state import read_state
-from recengine.storage.stats import (
+from recengine.storage.rows.features import load_model_payload
+from recengine.storage.rows.feedback import last_day, totals_by
+from recengine.storage.rows.stats import (
     Counts,
     cluster_members_of,
     cluster_sizes,
@@ -42,6 +41,7 @@ from recengine.storage.stats import (
     titles,
     urls_of,
 )
+from recengine.storage.state import read_state
 
 
 @dataclass(frozen=True)

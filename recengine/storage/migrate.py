@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 SCHEMA_HEAD = "0009"
 """The revision of the newest migration in ``migrations/versions``: the schema this code needs
-(``tests/test_storage.py`` checks it is what Alembic finds there)."""
+(``tests/storage/test_storage.py`` checks it is what Alembic finds there)."""
 VERSION_TABLE = "alembic_version"
 
 

@@ -19,13 +19,13 @@ Tables:
 * ``cluster_members``: near-duplicate clusters (article -> its canonical article), per model
   version like the features: a reindex writes its version's clusters before the switch.
 * ``reader_events``: what readers read, for feeds; each event once (reader, time, article, kind).
-* ``overrides``: editors' decisions that every computation honours (``storage.overrides``):
+* ``overrides``: editors' decisions that every computation honours (``storage.rows.overrides``):
   keyed by internal article ids, so they survive every reindex; soft deletion keeps an
   override's article row, so an override naming a deleted article is kept (and reported).
   Override ids are never reused (SQLite ``AUTOINCREMENT``, PostgreSQL's sequence): editors and
   scripts act on them (remove, paging cursors).
 * ``feedback_counts``: what readers did with related lists, as daily counters per list
-  article, variant and slot (``storage.feedback``): rows are bounded by days x live articles x
+  article, variant and slot (``storage.rows.feedback``): rows are bounded by days x live articles x
   variants x slots, whatever the traffic.
 """
 
@@ -174,7 +174,7 @@ class ClusterMember(Base):
 class ReaderEvent(Base):
     __tablename__ = "reader_events"
     __table_args__ = (
-        # An event is stored once (a retried request adds nothing; storage.events.add_events);
+        # An event is stored once (a retried request adds nothing; storage.rows.events.add_events);
         # its first columns also serve a reader's events by time.
         Index("uq_reader_events_once", "user_id", "at", "article_id", "kind", unique=True),
         # The retention's deletions (events.retention_days) find the oldest events by time.
@@ -201,7 +201,7 @@ class Override(Base):
     )
 
     id: Mapped[int] = mapped_column(BigIntKey, primary_key=True, autoincrement=True)
-    # storage.overrides.KINDS
+    # storage.rows.overrides.KINDS
     kind: Mapped[str] = mapped_column(String(32))
     article_id: Mapped[int] = mapped_column(
         BigIntKey, ForeignKey("articles.id", ondelete="CASCADE")

@@ -84,7 +84,7 @@ def nfkc(text: str) -> str:
     characters are replaced first by their NFKC forms with ``str.replace`` (a C-speed scan);
     then the quick check usually passes and the rest costs nothing. A replaced character's NFKC
     form is its full compatibility decomposition, so normalising afterwards gives exactly what
-    normalising the original gives (tests/test_clean.py compares on the real corpora).
+    normalising the original gives (tests/text/test_clean.py compares on the real corpora).
     """
     for char, folded in _COMMON_FOLDS:
         if char in text:

@@ -10,8 +10,8 @@ filter then needs no tagger: with HMM off, jieba's ``posseg`` tags a word by loo
 dictionary (``word_tag_tab``), tags runs of ASCII letters and digits ``eng`` and everything else
 ``x``, whatever the context. :class:`Tokenizer` does that same lookup on the words ``cut`` returns,
 which is 3.5x cheaper than asking rjieba to tag, and caches the verdict per distinct word.
-``tests/test_tokenize_backends.py`` checks that the result equals jieba ``posseg`` + the filter on
-every real text of ``tests/data``, for both backends. With HMM on, words come from the
+``tests/text/test_tokenize_backends.py`` checks that the result equals jieba ``posseg`` + the filter
+on every real text of ``tests/data``, for both backends. With HMM on, words come from the
 backend's own tagger (slower; the two backends then differ on unknown words).
 
 A :class:`Tokenizer` is built once by :func:`build_tokenizer` (loading a dictionary takes about a
@@ -324,7 +324,7 @@ def build_tokenizer(settings: TokenizerSettings, words: Sequence[str] = ()) -> T
     go to both the backend and the table through :meth:`Tokenizer.add_word`, in that order, so the
     user dictionary has the last word on a frequency or a tag. Both backends are given the
     words in the same order with the frequency jieba suggests, and cut alike with them
-    (``tests/test_tokenize_backends.py``).
+    (``tests/text/test_tokenize_backends.py``).
     """
     tokenizer = Tokenizer(
         backend=_BACKENDS[settings.backend](hmm=settings.hmm),

@@ -23,8 +23,8 @@ from flask import Flask, render_template, request
 from flask.typing import ResponseReturnValue
 
 from recengine.config import Settings
-from recengine.storage.articles import get_article
 from recengine.storage.db import make_engine, make_session_factory
+from recengine.storage.rows.articles import get_article
 from recengine.text.clean import readable
 from recengine.text.paragraphs import paragraphs
 from recengine.web.app import create_app

@@ -45,8 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
+from recengine.storage.rows.stats import reindex_progress
 from recengine.storage.state import read_state
-from recengine.storage.stats import reindex_progress
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 
-from recengine.index.neardup import IdArray, Pairs
+from recengine.index.neardup.radius import IdArray, Pairs
 from recengine.pipeline.clusters.constraints import (
     EDITOR,
     ClusterRules,

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import SparseVector
-from recengine.index.neardup import IdArray, Pairs
+from recengine.index.neardup.radius import IdArray, Pairs
 from recengine.pipeline.clusters import leader_pass
 from recengine.pipeline.clusters.leader_pass import leader_blocks, rank_order
 from recengine.pipeline.clusters.leader_rule import Edge, Member, assign, rank_key, verify_pairs

@@ -21,10 +21,10 @@ from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
 from recengine.pipeline.reindex.spark.job import spark_reindex
 from recengine.recommend.overrides import Overrides
-from recengine.storage.articles import ids_changed_between
 from recengine.storage.db import transaction
-from recengine.storage.index_source import internal_ids
 from recengine.storage.models import Article, ClusterMember
+from recengine.storage.rows.articles import ids_changed_between
+from recengine.storage.rows.index_source import internal_ids
 from recengine.storage.state import begin_write, read_state
 from tests.clusters.test_leader_pass import weather
 from tests.neardup_helpers import clusters, corpus, repost

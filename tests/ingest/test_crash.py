@@ -21,7 +21,6 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex import checkpoints
 from recengine.pipeline.reindex.full import reindex
-from recengine.storage.features import load_model_payload
 from recengine.storage.models import (
     Article,
     ArticleFeatures,
@@ -29,6 +28,7 @@ from recengine.storage.models import (
     IdfModelRow,
     ModelPart,
 )
+from recengine.storage.rows.features import load_model_payload
 from recengine.storage.state import read_state
 from tests.factories import javaguide_records, write_jsonl
 

@@ -22,9 +22,9 @@ from recengine.pipeline.clusters.verify import KeptTexts
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
-from recengine.storage.clusters import live_published
 from recengine.storage.db import transaction
-from recengine.storage.index_source import fingerprints_and_seqs
+from recengine.storage.rows.clusters import live_published
+from recengine.storage.rows.index_source import fingerprints_and_seqs
 from recengine.storage.state import begin_write, read_state
 from recengine.text.compare import compared
 from recengine.text.tokenize import Tokenizer

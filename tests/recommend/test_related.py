@@ -22,8 +22,8 @@ from recengine.recommend.feed import ReaderFeeds
 from recengine.recommend.lists.criterion import DuplicateCriterion
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
-from recengine.storage.articles import get_article, soft_delete
 from recengine.storage.models import ArticleFeatures, ClusterMember
+from recengine.storage.rows.articles import get_article, soft_delete
 from recengine.storage.state import begin_write, read_state
 from tests.factories import javaguide_records, record
 from tests.templates import load

@@ -16,16 +16,16 @@ from recengine.config import Settings
 from recengine.derived.dense import LSA_PART, DenseKind, dense_params, project
 from recengine.features.lsa import LsaModel
 from recengine.features.tfidf import SparseVector
-from recengine.index.view import RowFilter
+from recengine.index.related.view import RowFilter
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
 from recengine.recommend.lists.blend import dense_query, ranked
 from recengine.recommend.live import search_params
 from recengine.recommend.related import RelatedArticles
-from recengine.storage.features import load_model_part
-from recengine.storage.index_rows import SqlIndexRows
 from recengine.storage.models import Article, ArticleFeatures, ModelPart
+from recengine.storage.rows.features import load_model_part
+from recengine.storage.rows.index_rows import SqlIndexRows
 from recengine.storage.state import read_state
 from tests.conftest import make_settings
 from tests.factories import javaguide_records

@@ -11,8 +11,8 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
 from recengine.pipeline.reindex.incremental import reindex_incremental
-from recengine.storage.features import load_model_payload
 from recengine.storage.models import ArticleFeatures
+from recengine.storage.rows.features import load_model_payload
 from recengine.storage.state import read_state
 from tests.factories import javaguide_records, record
 

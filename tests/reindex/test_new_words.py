@@ -29,15 +29,15 @@ from recengine.pipeline.reindex.pool import AnalysisPool
 from recengine.report.data import gather
 from recengine.report.render import render_html
 from recengine.storage.db import make_engine, make_session_factory
-from recengine.storage.features import load_model_payload
 from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ArticleFeatures
+from recengine.storage.rows.features import load_model_payload
 from recengine.storage.state import read_state
 from recengine.text.newwords import DiscoveryParams, discover_words
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 from tests.conftest import make_settings
 from tests.recommend.test_related_dense import vectors_of
-from tests.test_tokenize_backends import real_texts
+from tests.text.test_tokenize_backends import real_texts
 
 ON = {"new_words": True, "new_words_min_count": 5}
 

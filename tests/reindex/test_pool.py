@@ -19,7 +19,7 @@ from sqlalchemy import select
 
 from recengine.config import Settings, load_settings
 from recengine.features.tfidf import fit_idf
-from recengine.index.passages import passage_rows
+from recengine.index.neardup.passages import passage_rows
 from recengine.pipeline.featurize import Featurizer, compared_of, text_of
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex

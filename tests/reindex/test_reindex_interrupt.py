@@ -25,8 +25,8 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex import checkpoints
 from recengine.pipeline.reindex.full import reindex
-from recengine.storage.features import features_of, load_model_payload
 from recengine.storage.models import ArticleFeatures, IdfModelRow
+from recengine.storage.rows.features import features_of, load_model_payload
 from recengine.storage.state import read_state
 from tests.factories import csl_records, javaguide_records
 from tests.templates import load_cloned

@@ -16,12 +16,12 @@ from recengine.cli.context import CliContext
 from recengine.config import Settings
 from recengine.features.counts import TermCounts
 from recengine.features.hashing import TermHasher
-from recengine.index.passages import passage_rows
+from recengine.index.neardup.passages import passage_rows
 from recengine.pipeline.featurize import Analyzed, Featurizer, TextStats
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
 from recengine.pipeline.reindex.job import JobDir, JobRecord, ReindexBusy, SpoolBatch
-from recengine.storage.features import model_versions
+from recengine.storage.rows.features import model_versions
 from tests.factories import record
 
 

@@ -25,18 +25,18 @@ from recengine.derived.passages import passage_follower, passage_kind
 from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import SparseVector
 from recengine.index.follower import Follower
-from recengine.index.passages import PassageIndex
+from recengine.index.neardup.passages import PassageIndex
 from recengine.pipeline.clusters.upkeep import Deduplicator
 from recengine.pipeline.featurize import Featurizer, compared_of
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
 from recengine.pipeline.reindex.pool import AnalysisPool, Item
-from recengine.storage.index_rows import index_rows
+from recengine.storage.rows.index_rows import index_rows
 from recengine.text.compare import Compared, article_passages
 from tests.factories import csl_records, javaguide_records
+from tests.index.test_passage_candidates import partial_copies
 from tests.neardup_helpers import clusters
 from tests.recommend.test_related import delete_article
-from tests.test_passage_candidates import partial_copies
 
 
 def real_corpus(data_dir: Path) -> list[dict[str, Any]]:

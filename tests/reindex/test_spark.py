@@ -29,15 +29,15 @@ from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
 from recengine.pipeline.reindex.spark.job import SparkInput, spark_reindex
 from recengine.storage.db import make_engine, make_session_factory
-from recengine.storage.features import load_model_payload
-from recengine.storage.index_rows import SqlIndexRows
 from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
+from recengine.storage.rows.features import load_model_payload
+from recengine.storage.rows.index_rows import SqlIndexRows
 from recengine.storage.state import read_state
 from recengine.text.tokenize import Tokenizer
 from tests.conftest import make_settings
 from tests.factories import csl_records, javaguide_records, write_jsonl
-from tests.test_passage_candidates import partial_copies
+from tests.index.test_passage_candidates import partial_copies
 
 
 def engine_state(factory: sessionmaker[Session]) -> tuple[IdfModel, dict[str, Any], dict[int, Any]]:

@@ -1,7 +1,7 @@
 """Editors' cluster overrides as constraints of leader clustering: a pure function, shared by
 every engine through :func:`recengine.pipeline.clusters.leader_rule.assign`.
 
-The overrides (``storage.overrides``): ``not_duplicate`` pairs (*cannot-link*),
+The overrides (``storage.rows.overrides``): ``not_duplicate`` pairs (*cannot-link*),
 ``not_duplicate`` articles against all, ``same_article`` pairs (*must-link*), pinned
 ``canonical`` articles. The clustering (``pipeline.clusters.leader_rule``'s rule, unchanged when
 there are none):
@@ -40,7 +40,7 @@ from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from recengine.pipeline.clusters.leader_rule import Edge, Member
-from recengine.storage.overrides import CANONICAL, NOT_DUPLICATE, SAME_ARTICLE, Relation
+from recengine.storage.rows.overrides import CANONICAL, NOT_DUPLICATE, SAME_ARTICLE, Relation
 
 Rank = tuple[int, float, int]
 Pair = tuple[int, int]

@@ -33,7 +33,7 @@ checks the equality on random graphs with random overrides of every kind, and co
 verifications of a large clique with a pinned canonical and ``not_duplicate`` members.
 
 Array contracts: ids ``int64 (n,)`` in rank order (position ``p`` is the ``p``-th earliest);
-the pass's extra pairs as :class:`recengine.index.neardup.Pairs` (ids, distances unused).
+the pass's extra pairs as :class:`recengine.index.neardup.radius.Pairs` (ids, distances unused).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from recengine.index.neardup import IdArray, Pairs
+from recengine.index.neardup.radius import IdArray, Pairs
 from recengine.pipeline.clusters.constraints import EDITOR, ClusterRules, Measure, Pair, pair
 from recengine.pipeline.clusters.leader_pass import leader_blocks
 from recengine.pipeline.clusters.leader_rule import Edge, Member
@@ -56,7 +56,7 @@ LOAD_CHUNK = 1_024  # members whose texts one re-pointing step loads at once
 
 
 class Graph(Protocol):
-    """The candidate relation (``index.candidates.Candidates`` implements it)."""
+    """The candidate relation (``index.neardup.candidates.Candidates`` implements it)."""
 
     def of(self, article_id: int) -> IdArray:
         """Every candidate of a stored article (not itself)."""

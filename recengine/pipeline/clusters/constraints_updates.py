@@ -37,7 +37,7 @@ from typing import Protocol
 
 import numpy as np
 
-from recengine.index.neardup import IdArray
+from recengine.index.neardup.radius import IdArray
 from recengine.pipeline.clusters.constraints import EDITOR, ClusterRules, Pair, pair
 from recengine.pipeline.clusters.leader_rule import Edge, Member
 from recengine.pipeline.clusters.leader_updates import ClusterView, Ids, Rank

@@ -8,7 +8,7 @@ whose articles are all within the radius of each other: a templated page type of
 is 5e7 pairs (~1 GB of pair arrays, and a Python pass over each) for about 10,000
 verifications. Only the *canonicals* an article may join matter, so the pass walks the
 articles in rank order, ``block`` at a time, over block tables of every fingerprint
-(:class:`recengine.index.blocks.BlockTables`, built once: positions in rank order) on which
+(:class:`recengine.index.neardup.blocks.BlockTables`, built once: positions in rank order) on which
 the canonicals decided so far are marked:
 
 1. **earlier blocks**: the tables give each article of the block the earlier canonicals within
@@ -34,7 +34,7 @@ Texts are loaded a block at a time, for the articles with a candidate and the ca
 meet.
 
 Array contracts: ids ``int64 (n,)`` and fingerprints ``uint64 (n,)`` in rank order (position
-``p`` is the ``p``-th earliest); ``extra`` as :class:`recengine.index.neardup.Pairs` (ids).
+``p`` is the ``p``-th earliest); ``extra`` as :class:`recengine.index.neardup.radius.Pairs` (ids).
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
-from recengine.index.blocks import BlockTables
-from recengine.index.neardup import FpArray, IdArray, Pairs
+from recengine.index.neardup.blocks import BlockTables
+from recengine.index.neardup.radius import FpArray, IdArray, Pairs
 from recengine.pipeline.clusters.leader_rule import Edge, Member, rank_key
 
 BLOCK = 1_024  # articles per block: the texts one block may load at once

@@ -34,9 +34,9 @@ import numpy.typing as npt
 
 from recengine.features.neardup import Decision, NearDupCriterion, Verdict
 from recengine.features.tfidf import SparseVector
-from recengine.index.candidates import Candidates
-from recengine.index.neardup import NearDupIndex
-from recengine.index.passages import PassageIndex
+from recengine.index.neardup.candidates import Candidates
+from recengine.index.neardup.passages import PassageIndex
+from recengine.index.neardup.radius import NearDupIndex
 from recengine.text.compare import Compared
 
 
@@ -139,8 +139,8 @@ def cluster_corpus(
     A pure function of its inputs (the Spark engine runs the same code on the candidate pairs
     it finds). ``vectors`` and ``texts`` are only read for ids in candidate pairs, so lazy
     mappings work. ``passages`` (each id's ``text.compare.article_passages``) adds the second
-    candidate source (``index.candidates``); without it the radius alone, which at the default
-    k = 3 misses the excerpts and digests the passages are there for.
+    candidate source (``index.neardup.candidates``); without it the radius alone, which at the
+    default k = 3 misses the excerpts and digests the passages are there for.
     """
     index = NearDupIndex(criterion.k)
     index.add(ids, fingerprints)

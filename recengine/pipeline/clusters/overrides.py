@@ -31,10 +31,10 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from recengine.features.neardup import Decision
-from recengine.index.neardup import IdArray
+from recengine.index.neardup.radius import IdArray
 from recengine.pipeline.clusters.constraints import ClusterRules, Measure
-from recengine.storage.clusters import canonicals_of, members_of_all
-from recengine.storage.overrides import (
+from recengine.storage.rows.clusters import canonicals_of, members_of_all
+from recengine.storage.rows.overrides import (
     CLUSTER_KINDS,
     Relation,
     live_ids,

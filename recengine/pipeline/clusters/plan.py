@@ -18,12 +18,12 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 from sqlalchemy.orm import Session
 
-from recengine.index.candidates import Candidates
-from recengine.index.neardup import IdArray
+from recengine.index.neardup.candidates import Candidates
+from recengine.index.neardup.radius import IdArray
 from recengine.pipeline.clusters.leader_rule import Edge, rank_key
 from recengine.pipeline.clusters.leader_updates import Ids, Rank
 from recengine.pipeline.clusters.verify import Kept, KeptTexts, Loaded, PairJudge
-from recengine.storage.clusters import (
+from recengine.storage.rows.clusters import (
     canonicals_of,
     earliest_members,
     live_published,

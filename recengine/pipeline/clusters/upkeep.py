@@ -1,6 +1,6 @@
 """Keeping near-duplicate clusters in SQL right: at ingest (incremental) and at reindex (all).
 
-Clusters are stored per IDF model version (``storage.clusters``); readers see the active one.
+Clusters are stored per IDF model version (``storage.rows.clusters``); readers see the active one.
 
 At ingest, inside the batch's write transaction and after its features are written,
 :meth:`Deduplicator.update` re-decides exactly the articles a change can affect
@@ -21,12 +21,13 @@ the switch, outside the writers' lock, by the same rule, without enumerating the
 cluster: the articles in rank order, a block at a time, each verified against the canonicals in
 its reach until one passes, those of earlier blocks found in block tables of every fingerprint
 on which the canonicals so far are marked
-(:func:`~recengine.pipeline.clusters.leader_pass.leader_blocks`, :mod:`recengine.index.blocks`: a
-cluster of n copies costs about n look-ups answered by one canonical and n verifications, not n^2 /
-2 pairs); texts are read a block of articles at a time and rows written in short transactions. The
-articles changed meanwhile are then brought up to date with :meth:`update_version`, the last few
-inside the switch (``pipeline.reindex.switch``). :meth:`recluster` does the same in one transaction
-for the active version (a reference for tests and repairs).
+(:func:`~recengine.pipeline.clusters.leader_pass.leader_blocks`,
+:mod:`recengine.index.neardup.blocks`: a cluster of n copies costs about n look-ups answered by one
+canonical and n verifications, not n^2 / 2 pairs); texts are read a block of articles at a time and
+rows written in short transactions. The articles changed meanwhile are then brought up to date with
+:meth:`update_version`, the last few inside the switch (``pipeline.reindex.switch``).
+:meth:`recluster` does the same in one transaction for the active version (a reference for tests and
+repairs).
 
 Every one of these paths (the Spark engine's reindex clusters with :meth:`cluster_all` too)
 applies the editors' cluster overrides (``not_duplicate``, ``same_article``, ``canonical``) by
@@ -63,10 +64,10 @@ from recengine.config import Settings
 from recengine.derived.neardup import canonical_follower, neardup_follower
 from recengine.derived.passages import PassageKind, passage_follower
 from recengine.features.neardup import MERGE, NearDupCriterion
-from recengine.index.candidates import Candidates
 from recengine.index.follower import Follower
-from recengine.index.neardup import NearDupIndex
-from recengine.index.passages import PassageIndex
+from recengine.index.neardup.candidates import Candidates
+from recengine.index.neardup.passages import PassageIndex
+from recengine.index.neardup.radius import NearDupIndex
 from recengine.pipeline.clusters.constraints_pass import ruled_leader_blocks
 from recengine.pipeline.clusters.constraints_relink import ruled_relink
 from recengine.pipeline.clusters.leader_pass import leader_blocks, rank_order
@@ -85,7 +86,8 @@ from recengine.pipeline.clusters.verify import (
     WrittenTexts,
 )
 from recengine.pipeline.featurize import TextAnalysis
-from recengine.storage.clusters import (
+from recengine.storage.db import transaction
+from recengine.storage.rows.clusters import (
     MemberRow,
     delete_version,
     insert_rows,
@@ -93,9 +95,8 @@ from recengine.storage.clusters import (
     published,
     replace_member_rows,
 )
-from recengine.storage.db import transaction
-from recengine.storage.index_rows import SqlIndexRows, index_rows
-from recengine.storage.overrides import mark_changed
+from recengine.storage.rows.index_rows import SqlIndexRows, index_rows
+from recengine.storage.rows.overrides import mark_changed
 from recengine.storage.state import begin_write, read_state
 
 WRITE_CHUNK = 1_000  # cluster rows per short write transaction (a reindex, before its switch)

@@ -37,8 +37,8 @@ from sqlalchemy.orm import Session
 from recengine.features.neardup import Decision, NearDupCriterion
 from recengine.pipeline.clusters.leader_rule import Edge
 from recengine.pipeline.featurize import compared_of
-from recengine.storage.articles import titles_and_contents
-from recengine.storage.index_source import fingerprints_and_seqs
+from recengine.storage.rows.articles import titles_and_contents
+from recengine.storage.rows.index_source import fingerprints_and_seqs
 from recengine.text.compare import Compared, WordPoints
 from recengine.text.hints import TextHints
 

@@ -6,7 +6,7 @@ from sqlalchemy.orm import Session
 
 from recengine.errors import ConfigError
 from recengine.features.tfidf import IdfModel
-from recengine.storage.features import load_model_payload
+from recengine.storage.rows.features import load_model_payload
 
 
 class ModelCache:

@@ -48,15 +48,15 @@ from recengine.pipeline.ingest.summary import Rejection as Rejection
 from recengine.pipeline.reindex.checkpoints import checkpoint
 from recengine.pipeline.reindex.pool import AnalysisPool
 from recengine.pipeline.reindex.versions import Progress, QuietProgress
-from recengine.storage.articles import (
+from recengine.storage.db import transaction
+from recengine.storage.rows.articles import (
     ExistingArticle,
     find_existing,
     insert_articles,
     soft_delete,
     update_articles,
 )
-from recengine.storage.db import transaction
-from recengine.storage.features import replace_features
+from recengine.storage.rows.features import replace_features
 from recengine.storage.state import begin_write, read_state
 
 

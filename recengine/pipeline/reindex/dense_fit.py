@@ -27,8 +27,8 @@ from recengine.features.lsa import fit_lsa
 from recengine.features.tfidf import SparseVector
 from recengine.pipeline.reindex.sample import PAGE, spread_ids
 from recengine.storage.db import transaction
-from recengine.storage.features import delete_model_part, features_of, save_model_part
-from recengine.storage.index_rows import index_rows
+from recengine.storage.rows.features import delete_model_part, features_of, save_model_part
+from recengine.storage.rows.index_rows import index_rows
 
 SEED = 0
 

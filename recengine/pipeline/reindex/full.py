@@ -58,9 +58,9 @@ from recengine.pipeline.reindex.versions import (
     fit_params,
     store_features,
 )
-from recengine.storage.articles import count_live, texts_after
 from recengine.storage.db import transaction
-from recengine.storage.features import (
+from recengine.storage.rows.articles import count_live, texts_after
+from recengine.storage.rows.features import (
     load_model_payload,
     max_article_id,
     model_versions,

@@ -33,9 +33,9 @@ from recengine.pipeline.reindex.full import reindex
 from recengine.pipeline.reindex.pool import AnalysisPool, Item
 from recengine.pipeline.reindex.run import ReindexRun, reindex_run
 from recengine.pipeline.reindex.versions import WRITE_ROWS, Progress, ReindexResult, write_features
-from recengine.storage.articles import changed_since, count_changed, live_seqs
 from recengine.storage.db import transaction
-from recengine.storage.features import (
+from recengine.storage.rows.articles import changed_since, count_changed, live_seqs
+from recengine.storage.rows.features import (
     load_model_payload,
     texts_without_features,
     update_model_params,

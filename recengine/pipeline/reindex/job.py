@@ -42,7 +42,7 @@ import numpy.typing as npt
 from recengine.errors import RecengineError
 from recengine.features.tfidf import IdfModel
 from recengine.files import atomic_write, fsync_dir, remove_temporaries
-from recengine.index.passages import HashArray, Packed, passage_rows
+from recengine.index.neardup.passages import HashArray, Packed, passage_rows
 from recengine.pipeline.featurize import Analyzed, FeatureRow, Featurizer
 from recengine.pipeline.reindex.spill import Where, remove_spills, spill
 from recengine.text.compare import Compared
@@ -55,7 +55,8 @@ _HEADER = struct.Struct("<QI")
 class SpoolBatch(NamedTuple):
     """One spool record: article ids (ascending) and what their texts contribute, in order:
     their term counts, and their passage hashes (``rows uint64 (n, 8)``, ``counts int16
-    (n,)``, packed by ``index.passages.passage_rows``) for the new version's passage index."""
+    (n,)``, packed by ``index.neardup.passages.passage_rows``) for the new version's passage
+    index."""
 
     ids: list[int]
     analyzed: Analyzed

@@ -27,8 +27,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import TokenizerSettings
 from recengine.pipeline.featurize import Featurizer, Words
 from recengine.pipeline.reindex.sample import spread_ids
-from recengine.storage.articles import count_live, live_ids_after, titles_and_contents
 from recengine.storage.db import transaction
+from recengine.storage.rows.articles import count_live, live_ids_after, titles_and_contents
 from recengine.text.newwords import DiscoveryParams, discover_words, inside_counts
 from recengine.text.tokenize import Tokenizer
 

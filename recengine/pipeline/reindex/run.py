@@ -41,8 +41,8 @@ from recengine.pipeline.reindex.versions import (
     drop_stale_versions,
     raise_if_switched,
 )
-from recengine.storage.articles import count_live
 from recengine.storage.db import transaction
+from recengine.storage.rows.articles import count_live
 from recengine.storage.state import read_state
 
 

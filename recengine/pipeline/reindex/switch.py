@@ -45,15 +45,15 @@ from recengine.derived.neardup import NearDupKind
 from recengine.derived.passages import PassageKind
 from recengine.derived.registry import followers
 from recengine.features.tfidf import IdfModel
-from recengine.index.candidates import Candidates
 from recengine.index.follower import Follower
+from recengine.index.neardup.candidates import Candidates
 from recengine.pipeline.clusters.upkeep import Deduplicator
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.reindex.checkpoints import checkpoint
 from recengine.pipeline.reindex.versions import Progress, store_features, write_features
-from recengine.storage.articles import changed_since, ids_changed_between
 from recengine.storage.db import transaction
-from recengine.storage.index_rows import SqlIndexRows, index_rows
+from recengine.storage.rows.articles import changed_since, ids_changed_between
+from recengine.storage.rows.index_rows import SqlIndexRows, index_rows
 from recengine.storage.state import begin_write, lock_writers, set_active_model
 
 SMALL_ROUND = 32  # articles: a round this small ends the rounds (the switch does the rest)

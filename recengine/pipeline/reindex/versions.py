@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.featurize import FeatureRow
 from recengine.pipeline.reindex.pool import AnalysisPool, Item
-from recengine.storage.clusters import delete_version
 from recengine.storage.db import transaction
-from recengine.storage.features import (
+from recengine.storage.rows.clusters import delete_version
+from recengine.storage.rows.features import (
     delete_features,
     delete_model,
     model_versions,

@@ -22,8 +22,8 @@ from sqlalchemy.orm import Session
 from recengine.config import FeedSettings
 from recengine.features.hashing import TermHasher
 from recengine.features.tfidf import SparseVector
-from recengine.storage.events import recent_events
-from recengine.storage.index_source import features_by_id
+from recengine.storage.rows.events import recent_events
+from recengine.storage.rows.index_source import features_by_id
 
 EXAMPLES = 3
 

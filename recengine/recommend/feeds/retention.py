@@ -1,6 +1,6 @@
 """Readers' data: a reader's history shown and erased on request, and the retention applied.
 
-What a site owes its readers for their reading history (``storage.events``, the one table that
+What a site owes its readers for their reading history (``storage.rows.events``, the one table that
 holds a reader's id):
 
 * **Access**: :meth:`ReaderData.history` lists every stored event of a reader, deleted
@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings
 from recengine.recommend.lists.params import check_id
 from recengine.storage.db import transaction
-from recengine.storage.events import (
+from recengine.storage.rows.events import (
     any_event_before,
     delete_events_before,
     delete_reader_events,

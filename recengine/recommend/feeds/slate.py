@@ -8,7 +8,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from recengine.features.tfidf import SparseVector
-from recengine.index.view import Hits
+from recengine.index.related.view import Hits
 from recengine.recommend.feeds.interests import Interest
 from recengine.recommend.lists.criterion import Articles, DuplicateCriterion, anonymous
 from recengine.recommend.lists.curation import Curation

@@ -5,8 +5,8 @@ neighbours, scored by a blend of the two cosines.
 
     score(q, d) = (1 - w) * cos(tfidf_q, tfidf_d) + w * cos(lsa_q, lsa_d)        w = dense_weight
 
-Candidates: the related index's (postings heads, filtered before its cut, ``index.view``) and
-the dense index's ``dense_candidates`` nearest neighbours of the query's LSA vector (FAISS,
+Candidates: the related index's (postings heads, filtered before its cut, ``index.related.view``)
+and the dense index's ``dense_candidates`` nearest neighbours of the query's LSA vector (FAISS,
 ``index.dense``), filtered the same way. Every candidate of either source is scored exactly on
 both parts from the stored vectors (float64, row by row), sorted by score, ties by the smaller
 id; ``Hits.dense`` keeps each item's dense share (``w * cos_lsa``) for its explanation.
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from recengine.index.dense import F32, DenseIndex, dots
-from recengine.index.segment import U64
-from recengine.index.view import Hits, IndexView, RowFilter, SearchParams
+from recengine.index.related.segment import U64
+from recengine.index.related.view import Hits, IndexView, RowFilter, SearchParams
 
 
 @dataclass(frozen=True, eq=False)

@@ -40,7 +40,7 @@ from recengine.config import Settings
 from recengine.features.neardup import Compared, NearDupCriterion
 from recengine.features.simhash import hamming_many
 from recengine.features.tfidf import SparseVector
-from recengine.index.scoring import segment_sums
+from recengine.index.related.scoring import segment_sums
 
 NO_CLUSTER = -1
 

@@ -1,4 +1,4 @@
-"""Editors' overrides as one related list or feed sees them (``storage.overrides``).
+"""Editors' overrides as one related list or feed sees them (``storage.rows.overrides``).
 
 A :class:`Curation` is read from SQL while the list is made, in the request's own session, so
 an override is honoured by every process from the first answer whose index check sees its
@@ -43,8 +43,8 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy.orm import Session
 
-from recengine.index.view import Hits
-from recengine.storage.overrides import (
+from recengine.index.related.view import Hits
+from recengine.storage.rows.overrides import (
     BLOCK,
     EXCLUDE,
     NOT_DUPLICATE,

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from recengine.derived.rows import epoch, label_hashes
 from recengine.features.tfidf import SparseVector
-from recengine.index.view import Hits, RowFilter
+from recengine.index.related.view import Hits, RowFilter
 from recengine.recommend.lists.criterion import (
     NO_CLUSTER,
     Articles,
@@ -35,9 +35,9 @@ from recengine.recommend.lists.params import Filters
 from recengine.recommend.lists.reasons import Reasons
 from recengine.recommend.lists.suppress import Reason
 from recengine.recommend.live import Snapshot
-from recengine.storage.articles import titles_and_contents
-from recengine.storage.clusters import clusters_of, member_rows
-from recengine.storage.index_source import briefs, internal_ids
+from recengine.storage.rows.articles import titles_and_contents
+from recengine.storage.rows.clusters import clusters_of, member_rows
+from recengine.storage.rows.index_source import briefs, internal_ids
 from recengine.text.compare import Compared, article_compared
 
 

@@ -76,7 +76,7 @@ def check_score(value: Any, name: str = "min_score") -> float:
 
 @dataclass(frozen=True)
 class Filters:
-    """Restrictions shared by related lists and feeds (see ``index.view.RowFilter``)."""
+    """Restrictions shared by related lists and feeds (see ``index.related.view.RowFilter``)."""
 
     exclude: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()

@@ -2,7 +2,7 @@
 
 An item's ``reasons`` says why it is in the list. Producers build a :class:`Reasons` (mypy
 refuses a key that is not declared here), and every output that shows a list (the command
-line's text, JSON, the HTTP bodies) reads the kinds from here: ``tests/test_cli_reasons.py``
+line's text, JSON, the HTTP bodies) reads the kinds from here: ``tests/cli/test_cli_reasons.py``
 walks :data:`REASON_KINDS` and fails for a kind that some output cannot print.
 
 Kinds:

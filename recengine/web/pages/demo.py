@@ -26,8 +26,8 @@ from sqlalchemy.orm import Session
 from recengine.config import Settings
 from recengine.errors import ModelMissing, NotFound
 from recengine.recommend.duplicates import DuplicatesOf, clusters, duplicates_of
-from recengine.storage.articles import get_article, latest_articles, titles_of
 from recengine.storage.models import Article
+from recengine.storage.rows.articles import get_article, latest_articles, titles_of
 from recengine.text.clean import readable
 from recengine.text.paragraphs import paragraphs
 from recengine.web.api.errors import status_of

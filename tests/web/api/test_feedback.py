@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
 from recengine.storage.db import make_session_factory
-from recengine.storage.feedback import totals_by
+from recengine.storage.rows.feedback import totals_by
 from recengine.web.server.connections import (
     ACCEPT_DELAY_MAX,
     ACCEPT_DELAY_PER_CONNECTION,

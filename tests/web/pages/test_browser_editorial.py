@@ -29,8 +29,8 @@ from recengine.config import load_settings
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.reindex.full import reindex
 from recengine.storage.db import make_engine, make_session_factory
-from recengine.storage.feedback import counts_between
 from recengine.storage.migrate import upgrade
+from recengine.storage.rows.feedback import counts_between
 from recengine.text.tokenize import Tokenizer
 from recengine.web import create_app
 from tests.neardup_helpers import corpus

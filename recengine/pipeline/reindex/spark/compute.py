@@ -19,7 +19,7 @@ from recengine.features.tfidf import IdfModel
 from recengine.pipeline.featurize import Featurizer, TextStats, Words
 from recengine.pipeline.reindex.spark.source import Row3, worker_factory
 from recengine.storage.db import transaction
-from recengine.storage.features import replace_features
+from recengine.storage.rows.features import replace_features
 
 _featurizers: dict[str, Featurizer] = {}
 _models: dict[str, IdfModel] = {}

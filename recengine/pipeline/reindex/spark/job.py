@@ -48,7 +48,7 @@ from recengine.pipeline.reindex.versions import (
     fit_params,
 )
 from recengine.storage.db import transaction
-from recengine.storage.features import save_model
+from recengine.storage.rows.features import save_model
 from recengine.storage.state import read_state
 
 

@@ -26,9 +26,9 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.errors import ConfigError
-from recengine.storage.articles import count_live, find_existing
 from recengine.storage.db import make_engine, make_session_factory, transaction
 from recengine.storage.models import Article
+from recengine.storage.rows.articles import count_live, find_existing
 
 Row3 = tuple[int, str, str]
 PAGE = 500

@@ -1,0 +1,1 @@
+"""Tests of the command line, through click's runner and real processes."""

@@ -1,0 +1,1 @@
+"""Tests of recengine.features: simhash, TF-IDF, LSA, the near-duplicate criterion."""

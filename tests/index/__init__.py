@@ -1,0 +1,1 @@
+"""Tests of recengine.index and the derived indexes, each against brute force."""

@@ -1,0 +1,1 @@
+"""Tests of recengine.storage: schema, column types, change notifications."""

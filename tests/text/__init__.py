@@ -1,0 +1,1 @@
+"""Tests of recengine.text: cleaning, boilerplate, tokenizers, shingles, new words."""
