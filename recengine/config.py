@@ -112,6 +112,7 @@ class IngestSettings(_Section):
     parallel_min_batch: int = Field(default=64, ge=1)
     kept_compared_mb: int = Field(default=128, ge=0, le=1_000_000)
     extra_fields: Literal["refuse", "report"] = "refuse"
+    summary_chars: int = Field(default=120, ge=20, le=1_000)
 
     @field_validator("naive_timezone")
     @classmethod

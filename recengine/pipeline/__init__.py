@@ -10,7 +10,8 @@ Sessions are opened per batch. Folders, each one concept:
   (incrementally) and by a reindex (the full leader pass), under editors' constraints.
 
 Beside them: :mod:`~recengine.pipeline.featurize` (text -> counts -> vector + fingerprint, what
-all three share), :mod:`~recengine.pipeline.feedback` (reader feedback counters, group commit)
+all three share), :mod:`~recengine.pipeline.cards` (what a list's card shows of an article, derived
+by ingest and reindex), :mod:`~recengine.pipeline.feedback` (reader feedback counters, group commit)
 and :mod:`~recengine.pipeline.demo_corpus`. ``ingest`` and ``reindex`` use ``clusters``;
 ``clusters`` imports neither (``pyproject.toml``'s import contracts hold it).
 """

@@ -84,6 +84,15 @@ class Article(Base):
     category: Mapped[str | None] = mapped_column(String(255))
     author: Mapped[str | None] = mapped_column(String(255))
     published_at: Mapped[datetime | None]
+    image: Mapped[str | None]  # as the record gave them (None: not given)
+    summary: Mapped[str | None]
+    # What a list's card shows (pipeline.cards): the image a page may load (the given
+    # one, else the content's first) and the summary (the given one, else cut from the text),
+    # derived by the rule ``card_rule`` names; all None until derived (rows stored before
+    # migration 0010: the next reindex derives them).
+    card_image: Mapped[str | None]
+    card_summary: Mapped[str | None]
+    card_rule: Mapped[str | None] = mapped_column(String(32))
     # sha256 of the record as received: an identical re-ingest is "unchanged", nothing written.
     record_hash: Mapped[str] = mapped_column(String(64))
     # sha256 of the cleaned text: exact duplicates, and whether features must be recomputed.

@@ -139,3 +139,33 @@ def test_report_mode_leaves_unknown_fields_out_and_lists_them() -> None:
     assert record.record_hash() == plain.record_hash() and plain.ignored_fields == ()
     dated = parse_record({**data, "date": "2024-05-01 08:00"}, ZONE_SH, extra_fields="report")
     assert dated.ignored_fields == ("section", "views")  # kept through with_timezone
+
+
+def test_image_and_summary_are_optional_fields_stored_as_given() -> None:
+    record = parse_record(
+        {"id": "a", "title": "t", "thumbnail": "/up/a.png", "excerpt": " An excerpt. "}
+    )
+    assert (record.image, record.summary) == ("/up/a.png", "An excerpt.")
+    blank = parse_record({"id": "a", "title": "t", "image": "", "summary": "  "})
+    assert blank.image is None and blank.summary is None
+    with pytest.raises(InvalidRecord, match="summary"):
+        parse_record({"id": "a", "title": "t", "summary": "x" * 2_001})
+    with pytest.raises(InvalidRecord, match="image"):
+        parse_record({"id": "a", "title": "t", "image": ["/a.png"]})
+
+
+def test_a_record_without_image_or_summary_hashes_as_before_they_existed() -> None:
+    """Re-ingesting an unchanged export after the upgrade finds every record "unchanged"
+    (the hash is the one the previous release stored)."""
+    data = {
+        "id": "a1",
+        "title": "标题",
+        "content": "<p>正文</p>",
+        "url": "/a1",
+        "tags": ["x"],
+        "category": "c",
+        "published_at": "2024-05-01T08:00:00+08:00",
+    }
+    before = "d904256e4803364cb4d5e3564651f7ded1a431685c1d519e8a3c7e1353c3be47"
+    assert parse_record(data).record_hash() == before
+    assert parse_record({**data, "image": "/a.png"}).record_hash() != before

@@ -27,6 +27,7 @@ from recengine.pipeline.demo_corpus import inews_records
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
+from recengine.pipeline.reindex.spark.cards import stale_ranges
 from recengine.pipeline.reindex.spark.job import SparkInput, spark_reindex
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
@@ -38,6 +39,7 @@ from recengine.text.tokenize import Tokenizer
 from tests.conftest import make_settings
 from tests.factories import csl_records, javaguide_records, write_jsonl
 from tests.index.test_passage_candidates import partial_copies
+from tests.reindex.test_cards import forget_cards, stored_cards
 
 
 def engine_state(factory: sessionmaker[Session]) -> tuple[IdfModel, dict[str, Any], dict[int, Any]]:
@@ -166,6 +168,29 @@ def test_spark_and_local_engines_agree_on_real_articles(
     assert_same_results(local, engine_state(factory))
     assert clusters(factory) == local_clusters
     assert_same_dense_part(local_dense, dense_state(factory, settings))
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_spark_derives_the_cards_rows_stored_before_lack(
+    spark: Any,
+    factory: sessionmaker[Session],
+    settings: Settings,
+    tokenizer: Tokenizer,
+    data_dir: Path,
+    tmp_path: Path,
+) -> None:
+    """The executors derive, in id ranges, the cards a local reindex would (whatever the
+    job's input: cards come from the stored articles)."""
+    ranged = make_settings(tmp_path, settings.database_url, spark={"read_partition_rows": 100})
+    featurizer = Featurizer(ranged, tokenizer)
+    Ingester(factory, featurizer).ingest_records(javaguide_records(data_dir, 250))
+    derived = stored_cards(factory)
+    forget_cards(factory)
+    assert len(stale_ranges(factory, ranged)) == 3
+    spark_reindex(
+        spark=spark, factory=factory, featurizer=featurizer, url=ranged.resolved_database_url
+    )
+    assert stored_cards(factory) == derived
 
 
 @pytest.mark.slow

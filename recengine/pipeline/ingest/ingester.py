@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.errors import InvalidRecord, NotFound
 from recengine.features.counts import TermCounts
 from recengine.jsontext import printable
+from recengine.pipeline.cards import Card, card_of
 from recengine.pipeline.clusters.upkeep import Deduplicator
 from recengine.pipeline.featurize import (
     Analyzed,
@@ -191,13 +192,14 @@ class Ingester:
         summary.unchanged += len(latest) - len(todo)
         if not todo:
             return None
+        cards = {rid: self._card(latest[rid]) for rid in todo}  # outside the write lock
         items = [(latest[rid].title, latest[rid].content) for rid in todo]
         # Tokenizing is the expensive part: do it outside the write lock, and not at all while
         # there is no model to use the counts (the first reindex tokenizes everything anyway).
         if model is None:
             digests = [text_hash(self.featurizer.text(t, c)) for t, c in items]
             hashed = Analyzed(digests, TermCounts.empty_rows(len(todo)))
-            return _Prepared(latest, hashes, lambda: _Counted(todo, hashed, counted=False))
+            return _Prepared(latest, hashes, lambda: _Counted(todo, hashed, counted=False), cards)
         self._use_words(model.words)
         if len(todo) < self.settings.ingest.parallel_min_batch:
             result = _ready(self.featurizer.analyze_texts(items))
@@ -208,7 +210,16 @@ class Ingester:
             done = result()
             return _Counted(todo, self._hinted(items, done), words=done.words)
 
-        return _Prepared(latest, hashes, counted)
+        return _Prepared(latest, hashes, counted, cards)
+
+    def _card(self, record: ArticleRecord) -> Card:
+        return card_of(
+            content=record.content,
+            url=record.url,
+            image=record.image,
+            summary=record.summary,
+            summary_chars=self.settings.ingest.summary_chars,
+        )
 
     def _use_words(self, words: Words) -> None:
         """Tokenize with the active model's words (``IdfModel.words``), here and on the pool."""
@@ -226,7 +237,7 @@ class Ingester:
         if counted.counted:
             self.dedup.prepare(self.factory)  # a load or build happens here, not under the lock
         with self.dedup.pending(), transaction(self.factory) as session:
-            self._write(session, prepared.latest, prepared.hashes, counted, summary)
+            self._write(session, prepared, counted, summary)
         checkpoint("ingested")
 
     def delete(self, external_ids: list[str]) -> int:
@@ -252,13 +263,9 @@ class Ingester:
         return len(live)
 
     def _write(
-        self,
-        session: Session,
-        latest: dict[str, ArticleRecord],
-        hashes: dict[str, str],
-        counted: _Counted,
-        summary: IngestSummary,
+        self, session: Session, prepared: _Prepared, counted: _Counted, summary: IngestSummary
     ) -> None:
+        latest, hashes = prepared.latest, prepared.hashes
         state = begin_write(session=session)
         now = datetime.now(UTC)
         existing = find_existing(session=session, external_ids=counted.ids)
@@ -269,6 +276,7 @@ class Ingester:
                 summary.unchanged += 1
                 continue
             row = _row(latest[rid], hashes[rid], digest, state.seq, now)
+            row.update(prepared.cards[rid].columns())
             if old is None:
                 inserts.append({**row, "created_at": now})
                 summary.inserted += 1
@@ -330,6 +338,7 @@ class _Prepared:
     latest: dict[str, ArticleRecord]
     hashes: dict[str, str]
     counted: Callable[[], _Counted]
+    cards: dict[str, Card]  # of the records to write
 
 
 def _ready(done: TextAnalysis) -> Callable[[], TextAnalysis]:
@@ -352,6 +361,8 @@ def _row(
         "category": record.category,
         "author": record.author,
         "published_at": record.published_at,
+        "image": record.image,
+        "summary": record.summary,
         "record_hash": record_hash,
         "text_hash": text_hash,
         "updated_at": now,

@@ -21,7 +21,18 @@ from recengine.jsontext import printable
 
 ExtraFields = Literal["refuse", "report"]
 
-FIELDS = ("id", "title", "content", "url", "tags", "category", "author", "published_at")
+FIELDS = (
+    "id",
+    "title",
+    "content",
+    "url",
+    "tags",
+    "category",
+    "author",
+    "published_at",
+    "image",
+    "summary",
+)
 ALIASES: Mapping[str, str] = {
     "_id": "id",
     "article_id": "id",
@@ -34,6 +45,8 @@ ALIASES: Mapping[str, str] = {
     "time": "published_at",
     "date": "published_at",
     "published": "published_at",
+    "thumbnail": "image",
+    "excerpt": "summary",
 }
 _SHOWN = 5  # unknown names quoted in one message
 # A tag cell (CSV/TSV, or a string instead of a list) lists tags separated by commas or

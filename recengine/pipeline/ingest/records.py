@@ -1,7 +1,8 @@
 """The article record of the external contract, validated.
 
 ``{"id": "external-id", "title": "...", "content": "<html or plain text>", "url": "...",
-"tags": ["..."], "category": "...", "author": "...", "published_at": "2024-05-01T08:00:00+08:00"}``
+"tags": ["..."], "category": "...", "author": "...", "published_at": "2024-05-01T08:00:00+08:00",
+"image": "https://...", "summary": "..."}``
 
 ``id`` is the caller's own string id; ``title`` or ``content`` must be non-empty. ``published_at``
 follows the one rule for times (``recengine.times``): ISO 8601 (a date alone means midnight) or
@@ -47,6 +48,8 @@ from recengine.times import TIME_SCHEMA, parse_time
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 ShortText = Annotated[str, Field(max_length=255)]
+MAX_IMAGE = 2_000  # characters of an image URL
+MAX_SUMMARY = 2_000  # characters of a given summary (a card shows two or three lines)
 _INT64 = 1 << 63
 
 
@@ -70,6 +73,9 @@ class ArticleRecord(BaseModel):
     category: ShortText | None = None
     author: ShortText | None = None
     published_at: Annotated[datetime | None, WithJsonSchema(TIME_SCHEMA)] = None
+    # What a list's card shows (stored as given; pipeline.cards derives them when absent)
+    image: Annotated[str | None, Field(max_length=MAX_IMAGE)] = None
+    summary: Annotated[str | None, Field(max_length=MAX_SUMMARY)] = None
     _ignored: tuple[str, ...] = PrivateAttr(default=())
 
     @property
@@ -120,7 +126,7 @@ class ArticleRecord(BaseModel):
             raise ValueError("must not contain control characters or line breaks")
         return value
 
-    @field_validator("url", "category", "author", mode="after")
+    @field_validator("url", "category", "author", "image", "summary", mode="after")
     @classmethod
     def _empty_is_none(cls, value: str | None) -> str | None:
         return value or None
@@ -156,6 +162,9 @@ class ArticleRecord(BaseModel):
     def record_hash(self) -> str:
         """sha256 of the canonical JSON of every field: equal hashes, nothing to write."""
         data = self.model_dump(mode="json")
+        for name in ("image", "summary"):  # added later: a record without them hashes as before
+            if data[name] is None:
+                del data[name]
         canonical = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

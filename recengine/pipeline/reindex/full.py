@@ -1,7 +1,8 @@
 """Full local reindex: refit the IDF model on every live article and recompute every feature.
 
 Steps (each resumable, see ``reindex_job``), inside one reindex run (``reindex_run``: the lock,
-the pool, the deduplicator, and the tail every engine shares):
+the pool, the deduplicator, and the tail every engine shares), after the cards of articles
+stored before cards existed, or derived by another rule, are derived (``pipeline.reindex.cards``):
 
 0. **new words** (``tokenizer.new_words``; ``pipeline.reindex.new_words``): the words the dictionary
    lacks, found in a sample of the corpus, recorded in the job; everything below tokenizes
@@ -43,6 +44,7 @@ from recengine.derived.passages import PassageKind, passage_kind
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.clusters.upkeep import Deduplicator
 from recengine.pipeline.featurize import Featurizer, Words, model_params
+from recengine.pipeline.reindex.cards import fill_cards
 from recengine.pipeline.reindex.checkpoints import checkpoint
 from recengine.pipeline.reindex.job import Asked, JobRecord, spooled_passages
 from recengine.pipeline.reindex.new_words import discover
@@ -111,6 +113,7 @@ def reindex(
 
 
 def _full(run: ReindexRun, resume: bool) -> ReindexResult:
+    fill_cards(run.factory, run.featurizer.settings, run.progress)
     job, resumed = _open_job(run, resume)
     if job.version is None:
         model = _pass1(run, _words_of(run, job))

@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.clusters.upkeep import Deduplicator
 from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.reindex.cards import fill_cards
 from recengine.pipeline.reindex.full import reindex
 from recengine.pipeline.reindex.pool import AnalysisPool, Item
 from recengine.pipeline.reindex.run import ReindexRun, reindex_run
@@ -109,6 +110,7 @@ def reindex_incremental(
         result = reindex(**run_args, resume=resume)
         return ReindexResult(**{**result.__dict__, "reason": refit or ""})
     with reindex_run(**run_args) as run:  # one reindex at a time, full or incremental
+        fill_cards(run.factory, featurizer.settings, run.progress)
         done = _recompute_all(run, version, params)
         run.dedup.save()
     return ReindexResult(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Row, func, insert, select, update
+from sqlalchemy import Row, bindparam, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from recengine.storage.models import Article
@@ -229,3 +229,60 @@ def titles_of(*, session: Session, external_ids: Sequence[str]) -> dict[str, str
         )
         found.update({r.external_id: r.title for r in rows})
     return found
+
+
+CardSource = Row[int, str, str | None, str | None, str | None, int]
+
+
+def stale_cards(
+    *, session: Session, rule: str, after_id: int, before_id: int | None, limit: int
+) -> Sequence[CardSource]:
+    """Up to ``limit`` live articles whose card was not derived by ``rule`` (never derived,
+    or by another rule), with ``after_id < id < before_id``, by id: ``(id, content, url,
+    image, summary, seq)`` (``pipeline.cards``)."""
+    where = [
+        Article.id > after_id,
+        Article.deleted_at.is_(None),
+        or_(Article.card_rule.is_(None), Article.card_rule != rule),
+    ]
+    if before_id is not None:
+        where.append(Article.id < before_id)
+    return session.execute(
+        select(
+            Article.id, Article.content, Article.url, Article.image, Article.summary, Article.seq
+        )
+        .where(*where)
+        .order_by(Article.id)
+        .limit(limit)
+    ).all()
+
+
+def write_cards(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Set the card columns of articles that have not changed since they were read: each row
+    holds ``id``, ``seq`` (as read) and ``card_image``, ``card_summary``, ``card_rule``. An
+    article written meanwhile keeps the card its writer derived from its new text."""
+    if not rows:
+        return
+    statement = (
+        update(Article)
+        .where(Article.id == bindparam("b_id"), Article.seq == bindparam("b_seq"))
+        .values(
+            card_image=bindparam("b_image"),
+            card_summary=bindparam("b_summary"),
+            card_rule=bindparam("b_rule"),
+        )
+        .execution_options(synchronize_session=False)
+    )
+    session.connection().execute(
+        statement,
+        [
+            {
+                "b_id": r["id"],
+                "b_seq": r["seq"],
+                "b_image": r["card_image"],
+                "b_summary": r["card_summary"],
+                "b_rule": r["card_rule"],
+            }
+            for r in rows
+        ],
+    )

@@ -9,6 +9,7 @@ vectors and fingerprints (``tests/reindex/test_spark.py`` checks it on real arti
   Parquet / JSON Lines exports;
 * ``compute``: per-partition analysis (one featurizer per Python worker), the distributed
   document-frequency count, vectors and fingerprints, the bulk write back to SQL;
+* ``cards``: what lists show of the articles whose card is missing or stale, derived by tasks;
 * ``neardup``: near-duplicate pairs by the exact permuted-block join;
 * ``job``: the driver: new model version, write-back, catch-up and atomic switch (shared with
   the local engine), and ``python -m recengine.pipeline.reindex.spark.job`` for ``spark-submit``.

@@ -1,7 +1,8 @@
 """The Spark reindex, driver side: the same versioned, atomic protocol as the local engine.
 
 1. the reindex run's prologue (``pipeline.reindex.run``: the data directory's lock, the pool,
-   the deduplicator); drop what an abandoned run left in SQL;
+   the deduplicator); drop what an abandoned run left in SQL; the missing and stale cards
+   derived on the executors (``spark.cards``);
 2. Spark: articles -> ``(id, TextStats)`` per partition (persisted, tokenized once) -> the
    distributed document-frequency count -> the IDF model, saved under a new, inactive version;
 3. Spark: vectors and fingerprints per partition with the broadcast model, written back to SQL in
@@ -40,6 +41,7 @@ from recengine.pipeline.reindex.new_words import discover
 from recengine.pipeline.reindex.pool import AnalysisPool
 from recengine.pipeline.reindex.run import reindex_run
 from recengine.pipeline.reindex.spark import compute, source
+from recengine.pipeline.reindex.spark.cards import fill_cards_on
 from recengine.pipeline.reindex.versions import (
     Progress,
     ReindexResult,
@@ -96,6 +98,8 @@ def spark_reindex(
             start = read_state(session=session)
         run.jobs.clear()
         drop_stale_versions(factory, keep={start.active_model_version})
+        run.progress.start("cards", None)
+        fill_cards_on(spark, factory, url, settings, compute.settings_blob(settings))
         words = discover(factory, featurizer)  # the driver reads the sample a local run reads
         run.use_words(words)  # for the missing articles and the catch-up computed here
         model, version = _fit_and_write(
