@@ -152,3 +152,12 @@ def _bounded(value: datetime) -> datetime:
     if not MIN_YEAR <= value.year <= MAX_YEAR:
         raise ValueError(f"year {value.year} is outside {MIN_YEAR}-{MAX_YEAR}")
     return value
+
+
+def utc_text(value: datetime | None) -> str | None:
+    """``2024-05-01T00:00:00Z``: how every time is written out (stored times are UTC; a naive
+    one is taken as UTC)."""
+    if value is None:
+        return None
+    aware = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return aware.isoformat().replace("+00:00", "Z")

@@ -6,6 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+# What a list item carries for a card besides id, title, url, score and reasons (additive).
+CARD = {"image", "summary", "published_at", "category"}
+
 
 def record(n: int | str, **fields: Any) -> dict[str, Any]:
     base: dict[str, Any] = {

@@ -11,7 +11,6 @@ page after ``next_after`` never repeats or skips an article whatever is written 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -20,6 +19,7 @@ from recengine.errors import NotFound
 from recengine.recommend.lists.params import check_id, check_int
 from recengine.storage.models import Article
 from recengine.storage.rows.articles import get_article, live_articles_after
+from recengine.times import utc_text as utc_text
 
 MAX_LIMIT = 1_000  # articles per page
 MAX_CURSOR = 2**63 - 1  # ids are SQL BIGINT
@@ -27,7 +27,8 @@ MAX_CURSOR = 2**63 - 1  # ids are SQL BIGINT
 
 def show_article(*, session: Session, external_id: str) -> dict[str, Any]:
     """The stored article: ``{"id", "title", "content", "url", "tags", "category", "author",
-    "published_at", "created_at", "updated_at"}``.
+    "published_at", "image", "summary", "created_at", "updated_at"}`` (image and summary as
+    the record gave them, null when it did not).
 
     Raises:
         NotFound: no live article has that id (a deleted one included).
@@ -48,6 +49,8 @@ def article_body(article: Article) -> dict[str, Any]:
         "category": article.category,
         "author": article.author,
         "published_at": utc_text(article.published_at),
+        "image": article.image,
+        "summary": article.summary,
         "created_at": utc_text(article.created_at),
         "updated_at": utc_text(article.updated_at),
     }
@@ -82,11 +85,3 @@ def list_articles(
     ]
     full = len(rows) == limit
     return {"articles": articles, "next_after": int(rows[-1].id) if rows and full else None}
-
-
-def utc_text(value: datetime | None) -> str | None:
-    """``2024-05-01T00:00:00Z`` (stored times are UTC; a naive one is taken as UTC)."""
-    if value is None:
-        return None
-    aware = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    return aware.isoformat().replace("+00:00", "Z")

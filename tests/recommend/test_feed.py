@@ -17,7 +17,7 @@ from recengine.pipeline.ingest.ingester import Ingester
 from recengine.recommend.feed import ReaderFeeds
 from recengine.recommend.live import LiveIndex
 from recengine.storage.models import ReaderEvent
-from tests.factories import javaguide_records
+from tests.factories import CARD, javaguide_records
 from tests.recommend.test_related import delete_article, repost
 from tests.recommend.test_related_properties import facts
 from tests.templates import load
@@ -76,7 +76,7 @@ def test_feed_leaves_out_read_articles_and_their_duplicates(
     known = facts(factory, settings)
     assert not set(history) & set(shown(body))
     for entry in body["items"]:
-        assert set(entry) == {"id", "title", "url", "score", "reasons"}
+        assert set(entry) == {"id", "title", "url", "score", "reasons", *CARD}
         assert not any(known.near_duplicates(entry["id"], h) for h in history)
     # the reposts that are near-duplicates by the criterion are reported, with their reason
     dups = {f"repost-1-{h}" for h in history if known.near_duplicates(f"repost-1-{h}", h)}

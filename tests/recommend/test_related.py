@@ -25,7 +25,7 @@ from recengine.recommend.related import RelatedArticles
 from recengine.storage.models import ArticleFeatures, ClusterMember
 from recengine.storage.rows.articles import get_article, soft_delete
 from recengine.storage.state import begin_write, read_state
-from tests.factories import javaguide_records, record
+from tests.factories import CARD, javaguide_records, record
 from tests.templates import load
 
 FOOTER = "\n\n本文转载自 JavaGuide，转载请注明出处。欢迎关注公众号获取更多面试资料。"
@@ -97,7 +97,7 @@ def test_body_has_exactly_the_contract_shape(
     assert body["variant"] == "default"  # no A/B test configured
     assert body["article"] == corpus[0]["id"] and len(body["items"]) == 5
     for entry in body["items"]:
-        assert set(entry) == {"id", "title", "url", "score", "reasons"}
+        assert set(entry) == {"id", "title", "url", "score", "reasons", *CARD}
         assert 0 < entry["score"] <= 1 and entry["reasons"]["shared_terms"]
         assert sum(t["weight"] for t in entry["reasons"]["shared_terms"]) <= entry["score"] + 1e-6
     scores = [e["score"] for e in body["items"]]

@@ -39,6 +39,7 @@ from recengine.storage.rows.articles import titles_and_contents
 from recengine.storage.rows.clusters import clusters_of, member_rows
 from recengine.storage.rows.index_source import briefs, internal_ids
 from recengine.text.compare import Compared, article_compared
+from recengine.times import utc_text
 
 
 def to_row_filter(session: Session, filters: Filters, exclude: Sequence[int]) -> RowFilter:
@@ -118,13 +119,19 @@ def hit_vectors(snap: Snapshot, hits: Hits) -> VectorAt:
 
 
 def item(row: Row[Any], score: float, reasons: Reasons) -> dict[str, Any]:
-    """One entry of ``items`` (``reasons``: the kinds of ``recommend.lists.reasons``)."""
+    """One entry of ``items`` (``reasons``: the kinds of ``recommend.lists.reasons``), with
+    what a card shows of it (a row of ``briefs``: its stored card, ``pipeline.cards``)."""
+    shown = row._mapping
     return {
         "id": row.external_id,
         "title": row.title,
         "url": row.url,
         "score": round(score, 6),
         "reasons": reasons,
+        "image": shown.get("card_image"),
+        "summary": shown.get("card_summary"),
+        "published_at": utc_text(shown.get("published_at")),
+        "category": shown.get("category"),
     }
 
 

@@ -125,6 +125,8 @@ class ArticleOut(_Out):
     category: str | None
     author: str | None
     published_at: datetime | None
+    image: str | None = Field(None, description="The record's image, as given (null: none).")
+    summary: str | None = Field(None, description="The record's summary, as given (null: none).")
     created_at: datetime
     updated_at: datetime
 
@@ -197,6 +199,20 @@ class RelatedItem(_Out):
         "(the dense part's share), same_category, shared_tags; pinned: an editor's pin; in "
         "feeds because_you_read, interest_share, or fresh (a reader with no history)."
     )
+    # What a card shows (additive: a client that reads none of these is unaffected).
+    image: str | None = Field(
+        None,
+        description="A thumbnail: the record's image when a page may load it, else the first "
+        "http(s), protocol-relative or site-relative image of its content; null: none. Stored "
+        "as found: apply the url rule of README (http(s) only) before showing it.",
+    )
+    summary: str | None = Field(
+        None,
+        description="Plain text (never markup): the record's summary, else its text cut at a "
+        "sentence end within ingest.summary_chars characters; null before it was derived.",
+    )
+    published_at: datetime | None = Field(None, description="When it was published (UTC).")
+    category: str | None = Field(None, description="Its category.")
 
 
 class SuppressedItem(_Out):

@@ -9,6 +9,7 @@ from urllib.parse import quote
 import pytest
 from flask.testing import FlaskClient
 
+from tests.factories import CARD
 from tests.web.api.test_articles import assert_error
 from tests.web.api.test_duplicates import repost
 from tests.web.conftest import AUTH
@@ -31,7 +32,7 @@ def test_related_body_paging_and_k_limits(
     assert body["article"] == first and len(body["items"]) == 10  # related.default_k
     assert first not in {i["id"] for i in body["items"]}
     item = body["items"][0]
-    assert set(item) == {"id", "title", "url", "score", "reasons"} and 0 < item["score"] <= 1
+    assert set(item) == {"id", "title", "url", "score", "reasons", *CARD} and 0 < item["score"] <= 1
     assert item["reasons"]["shared_terms"]
     assert [i["score"] for i in body["items"]] == sorted(
         (i["score"] for i in body["items"]), reverse=True
@@ -139,3 +140,28 @@ def test_feed_leaves_out_what_was_read_and_its_copies(
     shown = {i["id"] for i in feed["items"]}
     assert feed["items"] and not shown & {*read, "copy"}
     assert_error(client.get("/api/v1/users/r1/feed?k=1000", headers=AUTH), 422, "invalid_request")
+
+
+def test_items_carry_what_a_card_shows(client: FlaskClient, corpus: list[dict[str, Any]]) -> None:
+    """Related and feed items name their image, summary, publication time and category, as
+    stored (the image of the Markdown, a summary cut at a sentence end); the published
+    contract says so."""
+    dated = {**corpus[0], "id": "dated", "published_at": "2024-05-01T08:00:00+08:00"}
+    dated["image"] = "https://cdn.example/cover.jpg"
+    assert client.post("/api/v1/articles", json=dated, headers=AUTH).status_code == 200
+    by_id = {r["id"]: r for r in corpus}
+    items = related(client, corpus[1]["id"], "?k=20&min_score=0").get_json()["items"]
+    listed = {i["id"]: i for i in items}
+    assert "dated" in listed
+    assert listed["dated"]["published_at"] == "2024-05-01T00:00:00Z"
+    assert listed["dated"]["image"] == "https://cdn.example/cover.jpg"
+    others = [i for i in items if i["id"] != "dated"]
+    assert all(i["category"] == by_id[i["id"]]["category"] for i in others)
+    assert all(i["published_at"] is None for i in others)  # the corpus has no dates
+    assert all(0 < len(i["summary"]) <= 120 and "**" not in i["summary"] for i in items)
+    assert any((i["image"] or "").startswith("https://oss.javaguide.cn/") for i in others)
+    feed = client.get("/api/v1/users/nobody/feed?k=5", headers=AUTH).get_json()["items"]
+    assert feed and all(set(i) >= CARD for i in feed)
+    schema = client.get("/openapi.json").get_json()["components"]["schemas"]
+    item = next(v for k, v in schema.items() if k.startswith("RelatedItem"))
+    assert set(item["properties"]) >= CARD and not CARD & set(item.get("required", []))
