@@ -3,7 +3,7 @@
 #                   exports RECENGINE_TEST_POSTGRES_URL. postgres_notice: says it is still up.
 #   ensure_java:    a Java runtime for the Spark tests (Debian's openjdk-17-jre-headless when
 #                   `java` is missing; PySpark 4 needs Java 17 or newer).
-#   ensure_chromium: see below.
+#   ensure_chromium, ensure_cjk_font, ensure_axe: see below.
 
 _as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -78,4 +78,36 @@ ensure_chromium() {
   fi
   export RECENGINE_CHROMIUM="$path"
   echo "Chromium: $RECENGINE_CHROMIUM" >&2
+}
+
+#   ensure_cjk_font: a font with Chinese glyphs for the browser (Debian's fonts-noto-cjk) when
+#                    fontconfig knows none: without one, Chinese text renders as boxes in the
+#                    screenshots the browser tests take (docs/screenshots).
+ensure_cjk_font() {
+  if command -v fc-list >/dev/null && [ -n "$(fc-list :lang=zh family 2>/dev/null | head -1)" ]; then
+    return 0
+  fi
+  echo "installing a CJK font for the browser (Debian package fonts-noto-cjk)" >&2
+  _apt_install fonts-noto-cjk
+}
+
+#   ensure_axe: axe-core 4 from the npm registry (the browser tests run it in the page to check
+#               accessibility), installed once into a gitignored cache, .cache/node; exports
+#               RECENGINE_AXE, the path of its axe.min.js (the tests fail without it). Needs
+#               npm (Node.js 20 and npm are on the CI machine; Debian's npm package otherwise).
+ensure_axe() {
+  local dir=${RECENGINE_NODE_CACHE:-$PWD/.cache/node}
+  local file=$dir/node_modules/axe-core/axe.min.js
+  if [ ! -f "$file" ]; then
+    if ! command -v npm >/dev/null; then
+      echo "installing npm for axe-core (Debian package npm)" >&2
+      _apt_install npm
+    fi
+    echo "installing axe-core 4 (npm) into $dir" >&2
+    mkdir -p "$dir"
+    npm install --no-save --no-audit --no-fund --loglevel=error --prefix "$dir" axe-core@4 >/dev/null
+  fi
+  [ -f "$file" ] || { echo "axe-core is missing after the install: $file" >&2; return 1; }
+  export RECENGINE_AXE="$file"
+  echo "axe-core: $RECENGINE_AXE" >&2
 }

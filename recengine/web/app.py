@@ -34,10 +34,12 @@ from recengine.web.services import Services, package_version
 from recengine.web.services import init_app as init_services
 
 # Pages: only this origin's scripts, styles and API; no inline script, no plugins, no framing
-# by other sites. Stored text is escaped anyway; this is the second line of defence.
+# by other sites. Stored text is escaped anyway; this is the second line of defence. Images
+# may come from any http(s) site (the thumbnails of related articles are often on a CDN).
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-    "img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'self'"
+    "img-src 'self' data: https: http:; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'self'"
 )
 
 

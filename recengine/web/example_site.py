@@ -62,11 +62,12 @@ def create_example_site(settings: Settings, service: str) -> Flask:
 
     @app.after_request
     def headers(response: Any) -> Any:
-        # This page may run the widget from the service, and the widget may call it: nothing
-        # else (the same policy a real site would set for an embed).
+        # This page may run the widget from the service, and the widget may call it and link
+        # its stylesheet; thumbnails come from any http(s) site: nothing else, no inline
+        # script or style (the same policy a real site would set for an embed).
         response.headers["Content-Security-Policy"] = (
             f"default-src 'none'; script-src {service}; connect-src {service}; "
-            "style-src 'self'; img-src 'self' data:; base-uri 'none'"
+            f"style-src 'self' {service}; img-src 'self' data: https: http:; base-uri 'none'"
         )
         response.headers["X-Content-Type-Options"] = "nosniff"
         return response

@@ -1,4 +1,5 @@
-"""What a browser loads: the demo page ``/`` (``demo_page``), ``/widget.js``, ``/openapi.json``."""
+"""What a browser loads: the demo page ``/`` (``demo_page``), ``/widget.js``, ``/widget.css``,
+``/openapi.json``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from spectree import SpecTree
 from recengine.errors import NotFound
 from recengine.web.api.routing import Router
 from recengine.web.pages import demo
+from recengine.web.pages.assets import served
 from recengine.web.services import services
 
 SPEC = "recengine.spec"
@@ -29,10 +31,20 @@ def widget() -> ResponseReturnValue:
     started or stopped reaches the widgets within that time (a list asked for without an id
     meanwhile gets the control variant).
     """
-    script = Path(current_app.static_folder or "", "widget.js").read_bytes()
+    script = served(Path(current_app.static_folder or "", "widget.js"))
     if not services().variants.splits:
         script = script.replace(SPLIT_LINE, SPLIT_LINE.replace(b"true", b"false"))
-    response = current_app.response_class(script, mimetype="text/javascript")
+    return _asset(script, "text/javascript")
+
+
+def widget_css() -> ResponseReturnValue:
+    """The widget's stylesheet, linked by the script (layouts list, cards and grid; themable
+    with CSS custom properties, see its opening comment). Cacheable as the script is."""
+    return _asset(served(Path(current_app.static_folder or "", "widget.css")), "text/css")
+
+
+def _asset(body: bytes, mimetype: str) -> ResponseReturnValue:
+    response = current_app.response_class(body, mimetype=mimetype)
     response.cache_control.public = True
     response.cache_control.max_age = WIDGET_MAX_AGE
     response.add_etag()
@@ -67,6 +79,15 @@ def init_app(router: Router) -> None:
         tag="service",
         ok=None,
         ok_description="The widget script (JavaScript).",
+    )
+    router.add(
+        "/widget.css",
+        widget_css,
+        method="GET",
+        write=None,
+        tag="service",
+        ok=None,
+        ok_description="The widget's stylesheet (CSS).",
     )
     router.add(
         "/openapi.json",

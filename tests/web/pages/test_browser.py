@@ -7,16 +7,26 @@ origin by CORS. Nothing is mocked: the widget calls the real API of a real datab
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
+from urllib.parse import urlsplit
 
 import pytest
 from flask import Flask
-from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    ConsoleMessage,
+    Page,
+    Route,
+    sync_playwright,
+)
 
 from recengine.config import load_settings
 from recengine.pipeline.featurize import Featurizer
@@ -40,6 +50,57 @@ def chromium_path() -> str:
     return path
 
 
+def cover(url: str) -> str:
+    """A picture standing for the image at ``url`` (an SVG, 16:9, its colours from the URL)."""
+    digest = hashlib.sha256(url.encode()).digest()
+    hue, turn = digest[0] * 360 // 256, 40 + digest[1] % 100
+    cx, cy, r = 80 + digest[2] % 320, 40 + digest[3] % 190, 50 + digest[4] % 90
+    return (
+        "<svg xmlns='http://www.w3.org/2000/svg' width='480' height='270' viewBox='0 0 480 270'>"
+        f"<defs><linearGradient id='g' x1='0' y1='0' x2='1' y2='1'>"
+        f"<stop offset='0' stop-color='hsl({hue},55%,62%)'/>"
+        f"<stop offset='1' stop-color='hsl({(hue + turn) % 360},60%,38%)'/></linearGradient></defs>"
+        "<rect width='480' height='270' fill='url(#g)'/>"
+        f"<circle cx='{cx}' cy='{cy}' r='{r}' fill='white' fill-opacity='.18'/>"
+        f"<rect x='{cx // 2}' y='{150 + digest[5] % 60}' width='{120 + digest[6] % 160}'"
+        " height='14' rx='7' fill='white' fill-opacity='.35'/></svg>"
+    )
+
+
+def _is_remote(url: str) -> bool:
+    return urlsplit(url).hostname not in ("127.0.0.1", "localhost")
+
+
+def _offline(route: Route) -> None:
+    """This machine has no network: a request to another host is answered here, an image
+    with :func:`cover` (as the site's CDN would answer), anything else refused."""
+    if route.request.resource_type == "image":
+        route.fulfill(status=200, content_type="image/svg+xml", body=cover(route.request.url))
+    else:
+        route.abort()
+
+
+class OfflineBrowser:
+    """The browser, with every page's requests to other hosts answered by :func:`_offline`
+    (the test corpora's articles hold images on real sites)."""
+
+    def __init__(self, browser: Browser) -> None:
+        self.browser = browser
+
+    def new_page(self, **options: Any) -> Page:
+        page = self.browser.new_page(**options)
+        page.route(_is_remote, _offline)
+        return page
+
+    def new_context(self, **options: Any) -> BrowserContext:
+        context = self.browser.new_context(**options)
+        context.route(_is_remote, _offline)
+        return context
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.browser, name)
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     with sync_playwright() as playwright:
@@ -48,7 +109,7 @@ def browser() -> Iterator[Browser]:
         launched = playwright.chromium.launch(
             executable_path=chromium_path(), headless=True, args=args
         )
-        yield launched
+        yield cast(Browser, OfflineBrowser(launched))
         launched.close()
 
 
@@ -152,13 +213,23 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# A placeholder waiting below the viewport (the widget asks for its list only when it comes
+# within a screen's height) is scrolled half a screen below the viewport: near, as a reader
+# scrolling down brings it, yet not on screen (no impression is counted).
+BRING_NEAR = """e => {
+  if (e.dataset.recengineState !== 'waiting') return;
+  const top = e.getBoundingClientRect().top + window.scrollY;
+  window.scrollTo(0, Math.max(0, top - 1.5 * window.innerHeight));
+}"""
+FINISHED = "e => ['done', 'failed'].includes(e.dataset.recengineState)"
+
+
 def settle(page: Page) -> None:
-    """Wait until the widget has finished (rendered, or given up and hidden itself)."""
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('[data-recengine-article]')]"
-        ".every(e => ['done', 'failed'].includes(e.dataset.recengineState))",
-        timeout=TIMEOUT_MS,
-    )
+    """Wait until every widget has finished (rendered, or given up and hidden itself), each
+    brought near first when it waits for that."""
+    for slot in page.locator("[data-recengine-article]").element_handles():
+        slot.evaluate(BRING_NEAR)
+        page.wait_for_function(FINISHED, arg=slot, timeout=TIMEOUT_MS)
 
 
 def test_widget_stays_hidden_when_the_api_is_down(browser: Browser, site: Site) -> None:
@@ -289,11 +360,7 @@ def test_demo_page_with_its_widget_and_no_console_errors(browser: Browser, site:
     console = Console()
     page = console.watch(browser.new_page())
     page.goto(f"{site.api}/?article={site.ids[2]}")
-    page.wait_for_function(
-        "() => document.querySelector('[data-recengine-article]').dataset.recengineState "
-        "=== 'done'",
-        timeout=TIMEOUT_MS,
-    )
+    settle(page)
     links = page.locator(".widget-slot a.recengine-link")
     with urllib.request.urlopen(f"{site.api}/api/v1/articles/{site.ids[2]}/related?k=8") as reply:
         expected = json.load(reply)["items"]  # the demo asks for 8; the floor may leave fewer

@@ -173,10 +173,7 @@ def test_editor_buttons_store_overrides_and_the_lists_change(
     cluster = get(f"{site.api}/api/v1/articles/{base}/duplicates")
     assert same in {d["id"] for d in cluster["duplicates"]}
     widget = page.locator(".widget-slot a.recengine-link")
-    page.wait_for_function(
-        "() => document.querySelector('.widget-slot').dataset.recengineState === 'done'",
-        timeout=TIMEOUT_MS,
-    )
+    settle(page)  # refreshed at each change, or (not yet seen) loaded when near
     hrefs = [a.get_attribute("href") or "" for a in widget.all()]
     assert hrefs and not any(h.endswith("=" + quote(blocked, safe="-_.!~*'()")) for h in hrefs)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Callable
 from typing import Any
 
@@ -99,6 +100,28 @@ def test_widget_script_is_cacheable_javascript(client: FlaskClient) -> None:
     assert client.get("/widget.js", headers={"If-None-Match": etag}).status_code == 304
 
 
+def test_widget_stylesheet_is_cacheable_css_and_both_are_served_without_comments(
+    client: FlaskClient,
+) -> None:
+    response = client.get("/widget.css")
+    assert response.status_code == 200 and response.mimetype == "text/css"
+    assert "max-age=300" in response.headers["Cache-Control"]
+    css = response.get_data(as_text=True)
+    assert ".recengine-layout-cards" in css and "prefers-color-scheme: dark" in css
+    assert (
+        client.get("/widget.css", headers={"If-None-Match": response.headers["ETag"]}).status_code
+        == 304
+    )
+    script = client.get("/widget.js").get_data(as_text=True)
+    for served in (css, script):
+        assert served.startswith("/*! recengine related-articles widget | MIT */\n")
+        lines = served.splitlines()
+        assert not [line for line in lines[1:] if line.startswith(("//", "/*", " *"))]
+        assert not [line for line in lines if line != line.strip() or not line]
+    # a generous ceiling against regressions (the figure is bench.widget_size's: ~5.5 KB)
+    assert len(gzip.compress(css.encode())) + len(gzip.compress(script.encode())) < 10_000
+
+
 def test_health_describes_the_service(
     client: FlaskClient, factory: sessionmaker[Session], featurizer: Featurizer
 ) -> None:
@@ -172,6 +195,7 @@ CONTRACT = {
     ("get", "/api/v1/health/ready"),
     ("get", "/openapi.json"),
     ("get", "/widget.js"),
+    ("get", "/widget.css"),
 }
 
 

@@ -1,4 +1,5 @@
-/*! recengine related-articles widget. No dependencies. MIT licence.
+/*! recengine related-articles widget | MIT */
+/* No dependencies. Served without its comment lines and indentation (web/pages/views.py).
  *
  * Embed with one tag per page (plus a placeholder where the list goes):
  *
@@ -6,61 +7,68 @@
  *   <script src="https://recengine.example.com/widget.js" defer></script>
  *
  * Optional attributes on the placeholder:
- *   data-recengine-k="5"                 how many links (default 5)
- *   data-recengine-min-score="0.1"       relevance floor, 0..1 (default: the server's
- *                                        related.min_score; fewer links rather than weak ones)
+ *   data-recengine-layout="cards"        list | cards (default) | grid
+ *   data-recengine-show="image,title"    the parts each item shows, of image, title, date,
+ *                                        category, summary (default: list "title date", cards
+ *                                        "image title date category", grid all five)
+ *   data-recengine-style="none"          link no stylesheet: the site styles the classes itself
+ *   data-recengine-k="6"                 how many links (default 6)
+ *   data-recengine-min-score="0.1"       relevance floor, 0..1 (default: the server's)
  *   data-recengine-heading="相关文章"      the heading text (default: 相关文章 on a page whose
  *                                        lang is Chinese, zh*, else "Related articles")
  *   data-recengine-heading-level="3"     the heading's level, 1..6 (default 2: an h2)
- *   data-recengine-link="/post/{id}"     link for articles stored without a URL ({id} is replaced)
+ *   data-recengine-link="/post/{id}"     link for articles stored without a URL ({id} replaced)
  *   data-recengine-api="https://..."     API origin (default: where this script was loaded from)
- *   data-recengine-reader="R"            the site's own reader id, if it has one: an A/B test
- *                                        then gives this reader the same variant everywhere
- *                                        (sent only while a test runs)
+ *   data-recengine-reader="R"            the site's reader id, sent only while an A/B test runs
  *   data-recengine-feedback="off"        send no impressions or clicks
  *
- * Feedback: when at least half of the list has been on screen (IntersectionObserver), one
- * impression per link shown is sent, and a click on a link sends a click; each names the list's
- * article, its A/B variant (as the API's answer named it) and the link's 0-based slot. They go
- * with navigator.sendBeacon (queued by the browser: never delays the page or a navigation), as
- * text/plain (no CORS preflight), with no cookie. Without a reader id, the A/B split uses a
- * random id of this tab (sessionStorage, never sent anywhere else; a new tab, a new id).
- * A split id (reader or tab) is sent only while an A/B test runs, as the server that served
- * this file says (SPLIT below): otherwise every reader of a page asks for the same URL, and a
- * shared cache (a CDN) answers them all.
+ * Cheap on the page: the list is asked for only when the placeholder comes within a screen's
+ * height of the viewport (IntersectionObserver; at once where it is missing), and the
+ * stylesheet (/widget.css, next to this script) is linked then, once per page: a widget never
+ * scrolled near makes no request. No inline style is set (a CSP without 'unsafe-inline'
+ * works). Images load lazily in fixed 16:9 boxes (no layout shift); an item without an image
+ * gets a neutral placeholder, one whose image fails too.
  *
- * It renders <section class="recengine-related"><h2>..</h2><ul><li><a href>title</a></li></ul>
- * (the heading in the language of the page, the placeholder's nearest lang attribute):
- * plain links in a list, so keyboards, screen readers and reader modes work. Every text is set
- * with textContent (never parsed as HTML) and only http(s) links are used (an article's url may
- * be absolute, "https://...", or a link on the embedding site, "/news/123", resolved against the
- * page; one without a scheme that resolves to another site, "//other.example/x", is not used).
- * When the API is down, slow (4 s) or
- * has nothing related, the placeholder stays empty and hidden: no broken box, no error thrown.
- * Style it through the recengine-* class names.
+ * Rendered: <section class="recengine-related recengine-layout-cards"><h2>..</h2><ul><li>
+ * [thumbnail] <a href>title</a> <p>(<time datetime>date</time>) (category)</p> <p>summary</p>
+ * </li></ul></section> (the same markup as GET /api/v1/articles/<id>/related.html). Every text
+ * is set with textContent; links and images only http(s) (an article's url may be absolute, or
+ * a path on the embedding site, resolved against the page; one without a scheme that resolves
+ * to another site is not used). Dates are formatted for the page's language (Intl) in the
+ * reader's time zone. When the API is down, slow (4 s) or has nothing related, the placeholder
+ * stays empty and hidden; when that is how it is set up (CORS, keys, links), the console says
+ * why, once.
  *
- * When it stays hidden because of how it is set up, it says why in the browser console, once
- * per page: the API does not allow this page's origin (web.cors_origins on the server), or the
- * API wants a key for reads (web.public_reads). An item it cannot link (no url, or one that is
- * not http(s), and no data-recengine-link to build one) is left out, with one warning per list
- * naming the ids left out.
+ * Feedback: when at least half of the list has been on screen, one impression per link shown,
+ * and a click per click, are sent with navigator.sendBeacon (text/plain, no cookie), naming the
+ * list's article, its A/B variant and the link's slot. A split id (reader or a random id of
+ * this tab) is sent only while an A/B test runs (SPLIT, set by the server): otherwise every
+ * reader of a page asks for the same URL, which a shared cache (a CDN) answers.
  */
 (function () {
   "use strict";
 
   var TIMEOUT_MS = 4000;
-  var DEFAULT_K = 5;
+  var CSS_WAIT_MS = 3000;
+  var DEFAULT_K = 6; // two rows of three cards
   var MAX_K = 50;
+  var NEAR = "100% 0px"; // a screen's height above and below the viewport
+  var SEEN_RATIO = 0.5;
+  var LAYOUTS = {
+    list: "title date",
+    cards: "image title date category",
+    grid: "image title date category summary"
+  };
   var seq = 0;
   var script = document.currentScript;
-  var SEEN_RATIO = 0.5;
   var tabId = null;
   var warned = {};
+  var styles = {};
+  var near = null;
   // Set by the server serving this file (GET /widget.js): whether an A/B test of related lists
   // runs there. A copy served from elsewhere keeps true: it splits as a test needs, uncached.
   var SPLIT = true; /* recengine:split */
 
-  // One console warning per page and cause: a site owner sees why the list is missing.
   function warn(cause, message) {
     if (warned[cause] || typeof console === "undefined" || !console.warn) {
       return;
@@ -70,8 +78,7 @@
   }
 
   function apiBase(el) {
-    var given = el.getAttribute("data-recengine-api");
-    var src = given || (script && script.src) || "";
+    var src = el.getAttribute("data-recengine-api") || (script && script.src) || "";
     try {
       return new URL(src, document.baseURI).origin;
     } catch (e) {
@@ -79,10 +86,9 @@
     }
   }
 
-  // An article's url or the placeholder's link: absolute http(s) (any site: the scheme says so),
-  // or a link on this page's site, resolved against the page ("/2024/x.html"). A url without
-  // its scheme that resolves to another site ("//other.example/x", "/\\other.example") is not
-  // used: stored as if it were a path, it would send readers off-site.
+  // An article's url or the placeholder's link: absolute http(s) (any site: the scheme says
+  // so), or a link on this page's site ("/2024/x.html"). One without its scheme that resolves
+  // to another site ("//other.example/x", "/\\other.example") is not used.
   function safeHref(raw) {
     if (typeof raw !== "string" || raw === "") {
       return null;
@@ -94,6 +100,19 @@
       }
       var explicit = /^https?:\/\//i.test(raw);
       return explicit || url.origin === new URL(document.baseURI).origin ? url.href : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  // An image may come from any site (a CDN), but only over http(s).
+  function safeSrc(raw) {
+    if (typeof raw !== "string" || raw === "" || /[\s"'<>`\\]/.test(raw)) {
+      return null;
+    }
+    try {
+      var url = new URL(raw, document.baseURI);
+      return url.protocol === "http:" || url.protocol === "https:" ? url.href : null;
     } catch (e) {
       return null;
     }
@@ -113,7 +132,6 @@
     el.removeAttribute("aria-busy");
   }
 
-  // Items it cannot link are left out, and said so once per list (a site owner sees which).
   function warnUnlinked(el, dropped, total, template) {
     if (!dropped.length || typeof console === "undefined" || !console.warn) {
       return;
@@ -127,13 +145,117 @@
     );
   }
 
+  function node(tag, className, text) {
+    var made = document.createElement(tag);
+    made.className = className;
+    if (text) {
+      made.textContent = text;
+    }
+    return made;
+  }
+
+  function langOf(el) {
+    var scope = el.closest ? el.closest("[lang]") : null;
+    return (scope ? scope.getAttribute("lang") : document.documentElement.lang) || "";
+  }
+
+  function layoutOf(el) {
+    var layout = el.getAttribute("data-recengine-layout");
+    return LAYOUTS.hasOwnProperty(layout) ? layout : "cards";
+  }
+
+  function partsOf(el, layout) {
+    var shown = { title: true };
+    (el.getAttribute("data-recengine-show") || LAYOUTS[layout]).split(/[\s,]+/).forEach(
+      function (part) {
+        shown[part] = true;
+      }
+    );
+    return shown;
+  }
+
+  function dateText(iso, lang) {
+    var date = new Date(iso);
+    if (isNaN(date.getTime())) {
+      return null;
+    }
+    try {
+      return new Intl.DateTimeFormat(lang || undefined, {
+        year: "numeric", month: "short", day: "numeric"
+      }).format(date);
+    } catch (e) {
+      return iso.slice(0, 10);
+    }
+  }
+
+  function thumbnail(item) {
+    var box = node("span", "recengine-thumb");
+    var src = safeSrc(item.image);
+    if (src === null) {
+      return empty(box, item);
+    }
+    var img = node("img", "recengine-image");
+    img.alt = "";
+    img.loading = "lazy";
+    img.decoding = "async";
+    img.width = 480;
+    img.height = 270;
+    img.addEventListener("error", function () {
+      box.removeChild(img);
+      empty(box, item);
+    });
+    img.src = src;
+    box.appendChild(img);
+    return box;
+  }
+
+  // No image: a neutral tile with the title's first character (shown by the stylesheet).
+  function empty(box, item) {
+    box.className = "recengine-thumb recengine-thumb-none";
+    box.setAttribute("aria-hidden", "true");
+    box.setAttribute("data-initial", Array.from(item.title || item.id)[0] || "");
+    return box;
+  }
+
+  function entry(item, href, slot, parts, lang) {
+    var li = node("li", "recengine-item");
+    if (parts.image) {
+      li.appendChild(thumbnail(item));
+    }
+    var link = node("a", "recengine-link");
+    link.href = href;
+    link.setAttribute("data-recengine-slot", String(slot));
+    link.appendChild(node("span", "recengine-title", item.title || item.id));
+    li.appendChild(link);
+    var meta = node("p", "recengine-meta");
+    var when = parts.date && typeof item.published_at === "string" ?
+      dateText(item.published_at, lang) : null;
+    if (when) {
+      var time = node("time", "recengine-date", when);
+      time.setAttribute("datetime", item.published_at);
+      meta.appendChild(time);
+    }
+    if (parts.category && typeof item.category === "string" && item.category) {
+      meta.appendChild(node("span", "recengine-category", item.category));
+    }
+    if (meta.firstChild) {
+      li.appendChild(meta);
+    }
+    if (parts.summary && typeof item.summary === "string" && item.summary) {
+      li.appendChild(node("p", "recengine-summary", item.summary));
+    }
+    return li;
+  }
+
   function render(el, body) {
     var items = body && Array.isArray(body.items) ? body.items : [];
     var slot = 0;
     var template = el.getAttribute("data-recengine-link");
-    var list = document.createElement("ul");
+    var layout = layoutOf(el);
+    var parts = partsOf(el, layout);
+    var lang = langOf(el);
+    var list = node("ul", "recengine-list");
     var dropped = [];
-    list.className = "recengine-list";
     items.forEach(function (item) {
       if (!item || typeof item.id !== "string" || typeof item.title !== "string") {
         return;
@@ -143,15 +265,7 @@
         dropped.push(item.id);
         return;
       }
-      var link = document.createElement("a");
-      link.className = "recengine-link";
-      link.href = href;
-      link.textContent = item.title || item.id;
-      link.setAttribute("data-recengine-slot", String(slot++));
-      var entry = document.createElement("li");
-      entry.className = "recengine-item";
-      entry.appendChild(link);
-      list.appendChild(entry);
+      list.appendChild(entry(item, href, slot++, parts, lang));
     });
     warnUnlinked(el, dropped, items.length, template);
     if (!list.firstChild) {
@@ -159,10 +273,12 @@
       return;
     }
     var id = "recengine-heading-" + ++seq;
-    var heading = headingOf(el);
+    var heading = headingOf(el, lang);
     heading.id = id;
-    var section = document.createElement("section");
-    section.className = "recengine-related";
+    var section = node(
+      "section",
+      "recengine-related recengine-layout-" + layout + (parts.image ? " recengine-thumbs" : "")
+    );
     section.setAttribute("aria-labelledby", id);
     section.appendChild(heading);
     section.appendChild(list);
@@ -174,15 +290,42 @@
     watch(el, section, list, variant, slot);
   }
 
-  function headingOf(el) {
+  function headingOf(el, lang) {
     var level = parseInt(el.getAttribute("data-recengine-heading-level") || "", 10);
-    var heading = document.createElement(level >= 1 && level <= 6 ? "h" + level : "h2");
-    var scope = el.closest ? el.closest("[lang]") : null;
-    var lang = scope ? scope.getAttribute("lang") : document.documentElement.lang;
-    heading.className = "recengine-heading";
+    var heading = node(level >= 1 && level <= 6 ? "h" + level : "h2", "recengine-heading");
     heading.textContent = el.getAttribute("data-recengine-heading") ||
-      (/^zh\b/i.test(lang || "") ? "相关文章" : "Related articles");
+      (/^zh\b/i.test(lang) ? "相关文章" : "Related articles");
     return heading;
+  }
+
+  // -- the stylesheet: linked once per page, before the first list is shown -----------------
+
+  function stylesheet(el) {
+    if (el.getAttribute("data-recengine-style") === "none") {
+      return Promise.resolve();
+    }
+    var href;
+    try {
+      href = new URL("widget.css", (script && script.src) || apiBase(el) + "/").href;
+    } catch (e) {
+      return Promise.resolve();
+    }
+    if (!styles[href]) {
+      styles[href] = new Promise(function (resolve) {
+        var link = document.querySelector('link[rel="stylesheet"][href="' + href + '"]');
+        if (link) {
+          resolve();
+          return;
+        }
+        link = document.createElement("link");
+        link.rel = "stylesheet";
+        link.href = href;
+        link.onload = link.onerror = function () { resolve(); };
+        setTimeout(resolve, CSS_WAIT_MS);
+        (document.head || document.documentElement).appendChild(link);
+      });
+    }
+    return styles[href];
   }
 
   // -- feedback: impressions and clicks -------------------------------------------------
@@ -258,8 +401,8 @@
   }
 
   // A fetch that fails without an answer is either a server that cannot be reached or one that
-  // does not allow this origin (CORS: the browser hides the answer). An opaque no-cors request
-  // tells them apart: it succeeds whenever the server answers at all.
+  // does not allow this origin (CORS hides the answer). An opaque no-cors request tells them
+  // apart: it succeeds whenever the server answers at all.
   function explain(base, url) {
     fetch(url, { mode: "no-cors", credentials: "omit" })
       .then(function () {
@@ -285,15 +428,15 @@
 
   function load(el, fresh) {
     var article = el.getAttribute("data-recengine-article");
-    if (!article || el.getAttribute("data-recengine-state")) {
+    if (!article || el.getAttribute("data-recengine-state") === "loading") {
       return;
     }
     el.setAttribute("data-recengine-state", "loading");
     el.setAttribute("aria-busy", "true");
-    el.hidden = true;
     var url =
-      apiBase(el) + "/api/v1/articles/" + encodeURIComponent(article) + "/related?k=" + kOf(el) + floorOf(el) +
-      splitParams(el);
+      apiBase(el) + "/api/v1/articles/" + encodeURIComponent(article) + "/related?k=" + kOf(el) +
+      floorOf(el) + splitParams(el);
+    var styled = stylesheet(el);
     var controller = typeof AbortController === "function" ? new AbortController() : null;
     var timer = controller ? setTimeout(function () { controller.abort(); }, TIMEOUT_MS) : null;
     fetch(url, {
@@ -312,8 +455,10 @@
         return response.ok ? response.json() : null;
       })
       .then(function (body) {
-        render(el, body);
-        el.setAttribute("data-recengine-state", "done");
+        return styled.then(function () {
+          render(el, body);
+          el.setAttribute("data-recengine-state", "done");
+        });
       })
       .catch(function (error) {
         hide(el);
@@ -329,15 +474,41 @@
       });
   }
 
+  // The list is asked for when the placeholder comes within a screen of the viewport.
+  function whenNear(el, fresh) {
+    if (fresh || typeof IntersectionObserver !== "function") {
+      if (near !== null) {
+        near.unobserve(el);
+      }
+      load(el, fresh);
+      return;
+    }
+    if (near === null) {
+      near = new IntersectionObserver(function (entries) {
+        entries.forEach(function (seen) {
+          if (seen.isIntersecting) {
+            near.unobserve(seen.target);
+            load(seen.target, false);
+          }
+        });
+      }, { rootMargin: NEAR });
+    }
+    el.setAttribute("data-recengine-state", "waiting");
+    near.observe(el);
+  }
+
   function init(root, options) {
-    if (typeof fetch !== "function" || typeof URL !== "function") {
+    if (typeof fetch !== "function" || typeof URL !== "function" || typeof Promise !== "function") {
       return;
     }
     var fresh = Boolean(options && options.fresh);
     var nodes = (root || document).querySelectorAll("[data-recengine-article]");
     Array.prototype.forEach.call(nodes, function (el) {
+      if (el.getAttribute("data-recengine-state")) {
+        return;
+      }
       try {
-        load(el, fresh);
+        whenNear(el, fresh);
       } catch (e) {
         hide(el);
       }
