@@ -60,6 +60,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "events",
         "Record that reader USER read ARTICLE_IDS (all or none: an unknown id changes nothing).",
     ),
+    "export": (
+        "recengine.cli.content.export",
+        "export",
+        "Write related lists as files for static-site generators (Hugo, Hexo, Jekyll).",
+    ),
     "feed": (
         "recengine.cli.content.feed",
         "feed",

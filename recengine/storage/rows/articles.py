@@ -286,3 +286,14 @@ def write_cards(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
             for r in rows
         ],
     )
+
+
+def articles_changed(*, session: Session, after_seq: int) -> list[tuple[str, bool]]:
+    """``(caller id, live)`` of the articles whose last change is newer than ``after_seq``
+    (deleted ones included: ``live`` False), by caller id."""
+    rows = session.execute(
+        select(Article.external_id, Article.deleted_at)
+        .where(Article.seq > after_seq)
+        .order_by(Article.external_id)
+    )
+    return [(r.external_id, r.deleted_at is None) for r in rows]

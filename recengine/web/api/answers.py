@@ -1,6 +1,7 @@
 """Cacheable answers: ETag, Cache-Control, 304, and a worker's cache of computed answers.
 
-``GET /api/v1/articles/<id>/related`` and ``.../duplicates`` go through :class:`CachedReads`
+``GET /api/v1/articles/<id>/related`` (and its HTML fragment, ``related.html``) and
+``.../duplicates`` go through :class:`CachedReads`
 (WSGI middleware in front of Flask):
 
 * **hit**: the worker's index is caught up with SQL (the per-request check, or a change
@@ -47,6 +48,7 @@ SLOT_KEY = "recengine.answer"  # environ: the view's Cacheable, for the middlewa
 OBSERVED_KEY = "recengine.observed"  # environ: timed here, the app's hook skips it
 ROUTES = {
     "related": PREFIX + "<id:article_id>/related",
+    "related.html": PREFIX + "<id:article_id>/related.html",
     "duplicates": PREFIX + "<id:article_id>/duplicates",
 }
 DROPPED_ON_304 = {"content-type", "content-length"}

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from functools import partial
 
+from flask import current_app
+from flask.typing import ResponseReturnValue
+
 from recengine.errors import InvalidRecord, ModelMissing, NotFound
 from recengine.recommend.articles import list_articles, show_article
 from recengine.recommend.duplicates import duplicates_of
+from recengine.recommend.lists.fragment import render
 from recengine.recommend.ranking import split_key
 from recengine.web.api.answers import mark
 from recengine.web.api.routing import Router, validated_body, validated_query
@@ -22,6 +26,7 @@ from recengine.web.schemas.core import (
     RelatedQuery,
     UpsertResult,
 )
+from recengine.web.schemas.fragment import FragmentQuery, fragment_query
 from recengine.web.services import services, session
 
 
@@ -99,6 +104,30 @@ def related(article_id: str) -> RelatedOut:
     return RelatedOut.model_validate(answer.body)
 
 
+def related_html(article_id: str) -> ResponseReturnValue:
+    """The related list as an HTML fragment: the widget's markup, escaped, for pages that run
+    no script (server-side includes, AMP, RSS/Atom items, e-mail).
+
+    The same list as ``/related`` with the same parameters, cacheable as it is; shown as
+    ``layout``, ``show``, ``lang``, ``heading``, ``heading_level`` and ``link`` say (the
+    widget's attributes), dates in ``ingest.naive_timezone``. Style it with ``/widget.css``
+    (or the site's own rules for the ``recengine-*`` classes). An empty body: nothing related.
+    """
+    query = validated_query(FragmentQuery)
+    answer = services().related.answer(
+        article_id,
+        session=session(),
+        k=query.k,
+        offset=query.offset,
+        split_by=split_key(query.reader, query.session),
+        **query.as_kwargs(),
+    )
+    mark(answer.version, answer.seq)
+    shape = query.shape(services().settings.ingest.zone)
+    html = render(answer.body["article"], answer.body["items"], shape)
+    return current_app.response_class(html, mimetype="text/html")
+
+
 def duplicates(article_id: str) -> DuplicatesOut:
     """The article's near-duplicate cluster, canonical first, each member judged against it.
 
@@ -143,6 +172,16 @@ def init_app(router: Router, models: Models) -> None:
         write=False,
         ok=RelatedOut,
         query=models.related_query,
+        errors=(NotFound, ModelMissing),
+    )
+    add(
+        f"{path}/related.html",
+        related_html,
+        method="GET",
+        write=False,
+        ok=None,
+        ok_description="The related list as an HTML fragment (text/html; empty: none).",
+        query=fragment_query(models.related_query),
         errors=(NotFound, ModelMissing),
     )
     add(

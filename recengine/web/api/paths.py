@@ -4,8 +4,8 @@ An id is the caller's own string and may hold slashes (``csdn/2024/post``), so t
 routes cannot split the path at ``/``. The rule, applied to the path *as sent* (``RAW_URI``,
 before the server decoded ``%2F``):
 
-* the path after ``/api/v1/articles/`` ends in a literal ``/related`` or ``/duplicates``
-  segment: that is the operation, and the part before it is the id;
+* the path after ``/api/v1/articles/`` ends in a literal ``/related``, ``/related.html`` or
+  ``/duplicates`` segment: that is the operation, and the part before it is the id;
 * otherwise the whole rest is the id.
 
 So ``GET /api/v1/articles/x/related`` is the related list of ``x`` (as always), and the
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 PREFIX = "/api/v1/articles/"
-OPERATIONS = ("related", "duplicates")
+OPERATIONS = ("related", "related.html", "duplicates")
 # Every path that holds a caller's id, with the operations that may follow it (a reader's id
 # alone is the reader, ``DELETE /api/v1/users/<user>``: an id ending in /feed or /events is then
 # sent with %2F, as an article's ending in /related).

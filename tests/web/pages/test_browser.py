@@ -41,6 +41,12 @@ from tests.web.conftest import AUTH, KEY
 from tests.web.livesupport import Later, live_server
 
 XSS_TITLE = '<img src=x onerror="window.__xss=1">" onmouseover="window.__xss=2'
+# What else a card shows, each an attack too.
+XSS_CARD = {
+    "summary": '</p><script>window.__xss=3</script><img src=x onerror="window.__xss=4">',
+    "category": '"><svg onload="window.__xss=5">',
+    "image": "javascript:window.__xss=6",
+}
 TIMEOUT_MS = 10_000
 
 
@@ -182,7 +188,7 @@ def site(
         # related to records 0 and 2, a near-duplicate of neither (half of it is each one's
         # opening: record 1, of 1,855 characters, would be mostly inside it); its title is an attack
         mixed = records[0]["content"][:1500] + "\n" + records[2]["content"][:1500]
-        records.append({"id": "xss", "title": XSS_TITLE, "content": mixed})
+        records.append({"id": "xss", "title": XSS_TITLE, "content": mixed, **XSS_CARD})
         app = create_app(settings, tokenizer=tokenizer)
         client = app.test_client()
         assert client.post("/api/v1/articles", json=records, headers=AUTH).status_code == 200
@@ -372,6 +378,34 @@ def test_demo_page_with_its_widget_and_no_console_errors(browser: Browser, site:
     assert page.locator("h1").inner_text()
     assert page.locator("section.editor h2").inner_text().startswith("编辑视图")
     assert console.errors == [] and console.page_errors == []
+    page.close()
+
+
+def test_demo_page_keeps_hostile_cards_inert(browser: Browser, site: Site) -> None:
+    """The demo page's cards (and its own meta line) show a hostile title, summary and
+    category as text, and load no javascript: image."""
+    console = Console()
+    page = console.watch(browser.new_page())
+    shown = False
+    for article in (site.ids[0], site.ids[2]):
+        page.goto(f"{site.api}/?article={article}")
+        settle(page)
+        titles = page.locator(".widget-slot .recengine-title").all_inner_texts()
+        if XSS_TITLE not in titles:
+            continue
+        shown = True
+        item = page.locator(".widget-slot li", has_text="window.__xss=2")
+        assert item.locator(".recengine-category").inner_text() == XSS_CARD["category"]
+        assert (
+            item.locator(".recengine-thumb-none").count() == 1 and item.locator("img").count() == 0
+        )
+        assert page.locator(".widget-slot script, .widget-slot svg, img[src='x']").count() == 0
+        item.hover()
+    assert shown, "the hostile article should be related to articles 0 or 2"
+    page.goto(f"{site.api}/?article=xss")
+    assert XSS_CARD["category"] in page.locator("p.meta").inner_text()  # the page's own, as text
+    assert page.evaluate("() => window.__xss === undefined")
+    assert console.page_errors == []
     page.close()
 
 

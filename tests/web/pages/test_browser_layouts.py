@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,6 +249,45 @@ def test_each_layout_shows_its_parts_with_lazy_images_and_no_console_error(
             assert part["img"]["height"] == 270  # a 16:9 box before the image arrives
     if layout != "list":
         assert any(p["img"] for p in parts) and any(p["placeholder"] for p in parts)
+    assert console.errors == [] and console.page_errors == []
+    page.close()
+
+
+# Each item's elements: tag, classes, text and attributes (links and images resolved against
+# the page; ids left out: the widget numbers its headings, the fragment names them).
+SHAPE_OF = """root => {
+  const section = root.querySelector('section.recengine-related');
+  const heading = section.querySelector('.recengine-heading');
+  const attrs = e => Object.fromEntries([...e.attributes]
+    .filter(a => a.name !== 'id' && a.name !== 'aria-labelledby')
+    .map(a => [a.name, a.name === 'href' || a.name === 'src' ?
+      new URL(a.value, document.baseURI).href : a.value]));
+  const tree = e => ({tag: e.tagName, attrs: attrs(e), text: e.children.length ? null :
+    e.textContent, children: [...e.children].map(tree)});
+  return {section: attrs(section), heading: [heading.tagName, heading.textContent],
+          items: [...section.querySelectorAll('li')].map(tree)};
+}"""
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_fragment_holds_what_the_widget_shows(
+    browser: Browser, cards_site: CardsSite, layout: str
+) -> None:
+    """related.html, parsed in the same page, is the widget's list element for element (in
+    the server's time zone, UTC, as the reader's here)."""
+    article = cards_site.rich
+    page, console = open_page(
+        browser, cards_site.page_url(article, layout=layout, k="8"), timezone_id="UTC"
+    )
+    widget = page.evaluate(SHAPE_OF, page.locator("#slot").element_handle())
+    url = f"{cards_site.api}/api/v1/articles/{quote(article, safe='')}/related.html"
+    with urllib.request.urlopen(f"{url}?k=8&layout={layout}&lang=zh-CN") as reply:
+        html = reply.read().decode("utf-8")
+    served = page.evaluate(
+        f"html => ({SHAPE_OF})(new DOMParser().parseFromString(html, 'text/html'))", html
+    )
+    assert len(widget["items"]) == 8
+    assert served == widget
     assert console.errors == [] and console.page_errors == []
     page.close()
 

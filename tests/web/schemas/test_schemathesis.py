@@ -67,6 +67,7 @@ OPERATIONS = [
     ("GET", "/api/v1/articles/{article_id}"),
     ("DELETE", "/api/v1/articles/{article_id}"),
     ("GET", "/api/v1/articles/{article_id}/related"),
+    ("GET", "/api/v1/articles/{article_id}/related.html"),
     ("GET", "/api/v1/articles/{article_id}/duplicates"),
     ("GET", "/api/v1/users/{user}/feed"),
     ("POST", "/api/v1/users/{user}/events"),
@@ -78,13 +79,18 @@ OPERATIONS = [
     ("POST", "/api/v1/feedback"),
     ("GET", "/"),
 ]
-WINDOWED = {"/api/v1/articles/{article_id}/related", "/api/v1/users/{user}/feed"}
+WINDOWED = {
+    "/api/v1/articles/{article_id}/related",
+    "/api/v1/articles/{article_id}/related.html",
+    "/api/v1/users/{user}/feed",
+}
 # No input to get wrong: only valid requests can be generated.
 WITHOUT_INPUT = [
     ("GET", "/api/v1/health"),
     ("GET", "/api/v1/health/live"),
     ("GET", "/api/v1/health/ready"),
     ("GET", "/widget.js"),
+    ("GET", "/widget.css"),
     ("GET", "/openapi.json"),
     ("GET", "/metrics"),
 ]
