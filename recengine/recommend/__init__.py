@@ -3,6 +3,7 @@
 * :mod:`.related` (``RelatedArticles``), :mod:`.feed` (``ReaderFeeds``), :mod:`.duplicates`,
   :mod:`.articles`: the use cases the edges call, over :mod:`.live` (``LiveIndex``: one
   process's index, following SQL) and :mod:`.answers` (the cache of computed answers);
+* :mod:`.export`: every related list written as files for static sites (over ``related``);
 * :mod:`.lists`: what every list shares (filters, candidates with their clusters, duplicate
   suppression, editors' curation, reasons, the blend of parts);
 * :mod:`.feeds`: a reader's interests, the slate a feed is assembled in, the retention of

@@ -71,7 +71,7 @@ def test_cards_markup_is_the_widgets() -> None:
     ) in html
     assert (
         '<span class="recengine-thumb recengine-thumb-none" aria-hidden="true" '
-        'data-initial="无"></span>'
+        f'data-initial="无" data-tone="{ord("无") % 6}"></span>'
     ) in html
     assert "recengine-summary" not in html  # not a part of cards
 

@@ -157,11 +157,12 @@ def _entry(
 
 
 def _thumbnail(src: str | None, title: str) -> str:
-    if src is None:
-        initial = escape(title[:1])
+    if src is None:  # the title's first letter or digit, one of six tints (as the widget)
+        initial = next((c for c in title if c.isalnum()), "")
+        tone = ord(initial) % 6 if initial else 0
         return (
             '<span class="recengine-thumb recengine-thumb-none" aria-hidden="true" '
-            f'data-initial="{initial}"></span>'
+            f'data-initial="{escape(initial)}" data-tone="{tone}"></span>'
         )
     return (
         '<span class="recengine-thumb"><img class="recengine-image" alt="" loading="lazy" '

@@ -209,11 +209,16 @@
     return box;
   }
 
-  // No image: a neutral tile with the title's first character (shown by the stylesheet).
+  // No image: a neutral tile with the title's first letter or digit, in one of six tints
+  // (shown by the stylesheet; the fragment picks the same).
   function empty(box, item) {
+    var initial = Array.from(item.title || item.id).filter(function (c) {
+      return /[\p{L}\p{N}]/u.test(c);
+    })[0] || "";
     box.className = "recengine-thumb recengine-thumb-none";
     box.setAttribute("aria-hidden", "true");
-    box.setAttribute("data-initial", Array.from(item.title || item.id)[0] || "");
+    box.setAttribute("data-initial", initial);
+    box.setAttribute("data-tone", String(initial ? initial.codePointAt(0) % 6 : 0));
     return box;
   }
 
