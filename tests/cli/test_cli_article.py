@@ -27,6 +27,7 @@ def test_article_commands_answer_as_the_http_api(
 
     assert run("db", "upgrade").exit_code == 0
     records = [record(i, title=f"第 {i} 篇", url=f"https://x.example/{i}") for i in range(5)]
+    records[1].update(image="/up/1.png", summary="一句摘要。")
     records.append({**records[0], "id": "copy-a0"})  # a near-duplicate of a0, which is canonical
     assert run("ingest", str(write_jsonl(tmp_path / "a.jsonl", records))).exit_code == 0
     http = create_app(settings, tokenizer=tokenizer).test_client()
@@ -37,6 +38,8 @@ def test_article_commands_answer_as_the_http_api(
     assert json.loads(shown.output)["published_at"] == "2024-05-01T00:00:00Z"
     text = run("article", "show", "a1").output
     assert "title:        第 1 篇" in text and "关于数据库索引与查询优化的文章 1" in text
+    assert "image:        /up/1.png" in text and "summary:      一句摘要。" in text
+    assert json.loads(shown.output)["image"] == "/up/1.png"
 
     pages, cursor = [], 0
     while True:

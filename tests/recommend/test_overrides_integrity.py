@@ -20,10 +20,11 @@ from recengine.recommend.overrides import Overrides
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
-from recengine.storage.models import Article, Override
+from recengine.storage.models import Override
 from recengine.storage.state import read_state
 from tests.factories import javaguide_records
 from tests.overrides_helpers import add, listing, remove
+from tests.recommend.test_reader_data import _article as old_article
 from tests.recommend.test_related import ask, ids, loaded_service, repost
 
 
@@ -66,16 +67,12 @@ def test_the_migration_keeps_every_override_and_its_id(database_url: str) -> Non
     upgrade(engine, "0006")
     now = datetime.now(UTC)
     with make_session_factory(engine)() as session, session.begin():
-        article = Article(
-            external_id="a", record_hash="", text_hash="", created_at=now, updated_at=now, seq=1
-        )
-        session.add(article)
-        session.flush()
+        article_id = old_article(session, "a")  # the columns of revision 0006 only
         for i in (1, 2, 3):
             session.add(
                 Override(
                     kind="exclude",
-                    article_id=article.id,
+                    article_id=article_id,
                     created_by="ed",
                     created_at=now,
                     reason=f"r{i}",
@@ -86,7 +83,7 @@ def test_the_migration_keeps_every_override_and_its_id(database_url: str) -> Non
         kept = session.execute(select(Override.id, Override.reason).order_by(Override.id)).all()
         assert [tuple(r) for r in kept] == [(1, "r1"), (2, "r2"), (3, "r3")]
         session.execute(delete(Override).where(Override.id == 3))
-        new = Override(kind="exclude", article_id=article.id, created_by="ed", created_at=now)
+        new = Override(kind="exclude", article_id=article_id, created_by="ed", created_at=now)
         session.add(new)
         session.flush()
         assert new.id == 4

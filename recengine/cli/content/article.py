@@ -54,7 +54,8 @@ def show_command(ctx: CliContext, article_id: str, fmt: str) -> None:
         return
     from recengine.jsontext import printable
 
-    for name in ("id", "title", "url", "category", "author", "published_at", "updated_at"):
+    shown = ("id", "title", "url", "category", "author", "published_at", "image", "summary")
+    for name in (*shown, "updated_at"):
         if body[name] is not None:
             click.echo(f"{name + ':':14}{printable(str(body[name]), 200)}")
     if body["tags"]:
