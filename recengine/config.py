@@ -158,6 +158,13 @@ class RelatedSettings(_Listing):
     dense_weight: float = Field(default=0.3, ge=0.0, le=1.0)
     dense_candidates: int = Field(default=100, ge=0, le=100_000)
     prefer_canonical: bool = True
+    half_life_days: float = Field(default=0.0, ge=0.0, le=36_500.0)
+    diversity: float = Field(default=0.0, ge=0.0, le=1.0)
+    diversity_candidates: int = Field(default=30, ge=2, le=200)
+    min_items: int = Field(default=0, ge=0, le=100)
+    fallback: Literal["newest", "most_clicked"] = "newest"
+    fallback_pool: int = Field(default=200, ge=1, le=100_000)
+    fallback_days: int = Field(default=28, ge=1, le=3_660)
 
 
 class DenseSettings(_Section):
@@ -204,6 +211,9 @@ class VariantSettings(_Section):
     min_score: float | None = Field(default=None, ge=0.0, le=1.0)
     candidates: int | None = Field(default=None, ge=1, le=100_000)
     weights: dict[str, float] = Field(default_factory=dict)
+    half_life_days: float | None = Field(default=None, ge=0.0, le=36_500.0)
+    diversity: float | None = Field(default=None, ge=0.0, le=1.0)
+    min_items: int | None = Field(default=None, ge=0, le=100)
 
     @field_validator("weights")
     @classmethod

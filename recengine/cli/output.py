@@ -31,11 +31,16 @@ def _listed(values: list[Any]) -> str:
     return ", ".join(printable(str(v), 40) for v in values)
 
 
+# ``reasons.fallback``: where an item filling a short list came from (recommend.signals.fallback)
+_FALLBACK = {"newest": "among the newest", "most_clicked": "among the most clicked"}
+
 # How each kind of ``recommend.lists.reasons.Reasons`` reads in a text listing: a line, or None when
 # the value says nothing worth a line (no shared tags, a zero dense share).
 REASON_TEXT: dict[str, Callable[[Any], str | None]] = {
     "pinned": lambda v: "pinned by an editor" if v else None,
     "fresh": lambda v: "new: among the newest articles" if v else None,
+    "fallback": lambda v: f"filling a short list: {_FALLBACK.get(v, v)} of its category",
+    "freshness": lambda v: f"freshness: score x {v:.4f} for its age",
     "because_you_read": lambda v: f"because you read: {_listed(v)}" if v else None,
     "interest_share": lambda v: f"interest: {v:.0%} of the reading history",
     "shared_terms": lambda v: f"shared: {_listed([t['term'] for t in v])}" if v else None,

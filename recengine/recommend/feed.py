@@ -19,7 +19,12 @@ joins
 6. Too few items (or no history at all): the newest articles fill the rest, de-duplicated the
    same way, with ``reasons = {"fresh": true}``. Interest items scoring below the floor
    (``feed.min_score``, or the request's ``min_score``) leave their places to them.
-7. Editors' overrides (``recommend.lists.curation``): an interest's queue starts with the pins of
+7. Signals (``recommend.signals``): with ``related.half_life_days`` an interest's candidates
+   decay by their age against now (``reasons.freshness``; the floor applies before, to the
+   cosine: it says whether an item answers the interest at all); with ``related.diversity``
+   each interest's first ``related.diversity_candidates`` candidates are reordered by maximal
+   marginal relevance before the slots are dealt.
+8. Editors' overrides (``recommend.lists.curation``): an interest's queue starts with the pins of
 its
    reads (in the editor's order; ``reasons.pinned``), which still go through suppression
    (though not the diversity rule); excluded articles never appear; an article blocked with a
@@ -60,6 +65,8 @@ from recengine.recommend.lists.listing import (
 from recengine.recommend.lists.params import Filters, check_id, check_int, check_time
 from recengine.recommend.lists.reasons import Reasons
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
+from recengine.recommend.signals.diversity import diversify_hits
+from recengine.recommend.signals.freshness import decay
 from recengine.storage.rows.events import add_events, read_article_ids
 from recengine.storage.rows.features import features_of
 from recengine.storage.rows.index_source import briefs, fingerprints_by_id, internal_ids
@@ -163,13 +170,21 @@ class ReaderFeeds:
             self.settings.related.max_filter_values, self.settings.ingest.zone, **filters
         )
         snap = self.index.current(session=session)
-        slate = self._slate(session, snap, user_id, parsed, offset + k)
-        return self._body(session, snap, user_id, slate, offset)
+        factors: dict[int, float] = {}
+        slate = self._slate(session, snap, user_id, parsed, offset + k, factors)
+        return self._body(session, snap, user_id, slate, offset, factors)
 
     def _slate(
-        self, session: Session, snap: Snapshot, user_id: str, parsed: Filters, k: int
+        self,
+        session: Session,
+        snap: Snapshot,
+        user_id: str,
+        parsed: Filters,
+        k: int,
+        factors: dict[int, float],
     ) -> Slate:
-        """The feed's first ``k`` entries (interests' items, then the newest articles)."""
+        """The feed's first ``k`` entries (interests' items, then the newest articles); the
+        freshness factors of the candidates are added to ``factors``."""
         f = self.settings.feed
         now = datetime.now(UTC)
         since = cutoff(self.settings, now)  # reads past the retention count for nothing
@@ -182,7 +197,8 @@ class ReaderFeeds:
         curation = Curation.of_articles(session, read)
         slate = Slate(snap, anchors, self.criterion, f.max_pair_similarity, k, curation, texts)
         floor = f.min_score if parsed.min_score is None else parsed.min_score
-        for interest, hits in self._candidates(snap, interests, row_filter, floor, k):
+        for interest, found in self._candidates(snap, interests, row_filter, floor, k):
+            hits = self._signals(snap, found, now, factors)
             pins = pinned_for(session, snap, interest, row_filter)
             slate.offer(session, interest, concat(pins, hits), pinned=len(pins))
         slate.fill()
@@ -191,6 +207,20 @@ class ReaderFeeds:
             slate.offer(session, None, fresh)
             slate.fill()
         return slate
+
+    def _signals(
+        self, snap: Snapshot, hits: Hits, now: datetime, factors: dict[int, float]
+    ) -> Hits:
+        """An interest's candidates decayed by age (their factors added to ``factors``) and
+        diversified (``recommend.signals``); as they are with both off."""
+        r = self.settings.related
+        if r.half_life_days > 0:
+            decayed = decay(
+                snap.view, hits, int(now.timestamp()), r.half_life_days, before_only=True
+            )
+            hits = decayed.hits
+            factors.update(decayed.factor_of)
+        return diversify_hits(snap.view, hits, r.diversity, r.diversity_candidates)
 
     def _anchors(self, session: Session, snap: Snapshot, read: list[int], texts: Texts) -> Articles:
         """Every read article with features: nothing in the feed may duplicate one of them."""
@@ -224,9 +254,17 @@ class ReaderFeeds:
         return out
 
     def _body(
-        self, session: Session, snap: Snapshot, user_id: str, slate: Slate, offset: int
+        self,
+        session: Session,
+        snap: Snapshot,
+        user_id: str,
+        slate: Slate,
+        offset: int,
+        factors: dict[int, float],
     ) -> dict[str, Any]:
-        """The page after ``offset`` entries, with what was suppressed while it was filled."""
+        """The page after ``offset`` entries, with what was suppressed while it was filled
+        (``factors``: the freshness factor of each decayed candidate, by id)."""
+        explain = self.settings.related.explain_terms
         ids = slate.all_ids()
         facts = briefs(session=session, ids=ids)
         items = []
@@ -238,15 +276,18 @@ class ReaderFeeds:
                 items.append(item(row, 0.0, {"fresh": True}))
                 continue
             hashes, weights = snap.view.vector(entry.part, entry.row)
+            factor = None if entry.pinned else factors.get(entry.id)
             reasons: Reasons = {
                 "because_you_read": [
                     facts[i].external_id for i in entry.interest.examples if i in facts
                 ],
                 "interest_share": round(entry.interest.share, 4),
                 "shared_terms": shared_terms(
-                    entry.interest.vector, hashes, weights, self.settings.related.explain_terms
+                    entry.interest.vector, hashes, weights, explain, factor or 1.0
                 ),
             }
+            if factor is not None:
+                reasons["freshness"] = round(factor, 4)
             if entry.pinned:
                 reasons["pinned"] = True
             items.append(item(row, entry.score, reasons))

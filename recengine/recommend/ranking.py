@@ -10,7 +10,11 @@ it tests, any of:
   ``sum(weight[p] * part[p])``: ``cosine`` (of the TF-IDF vectors, weight 1 by default),
   ``category`` (1 when the item shares the query's category) and ``tags`` (the share of the
   query's tags the item carries). The floor applies to the blended score. A part added to the
-  ranking later (e.g. a dense LSA similarity) is added here and becomes a parameter too.
+  ranking later (e.g. a dense LSA similarity) is added here and becomes a parameter too;
+* the signals of ``recommend.signals``: ``half_life_days`` (freshness), ``diversity`` (MMR)
+  and ``min_items`` (the fallback), each replacing the ``related`` setting of that name (0
+  turns it off for the variant). ``recengine report`` names each variant's parameters beside
+  its CTR (:meth:`Ranking.describe`), so a variant testing freshness reads as such.
 
 Assignment: a list asked for with a split key (a reader id, else a session id) gets the
 variant at ``u = sha256(experiment name + key)`` read as a fraction in [0, 1), each variant
@@ -49,10 +53,25 @@ class Ranking:
     min_score: float | None = None
     candidates: int | None = None
     weights: tuple[tuple[str, float], ...] = DEFAULT_WEIGHTS
+    half_life_days: float | None = None
+    diversity: float | None = None
+    min_items: int | None = None
 
     @property
     def blended(self) -> bool:
         return self.weights != DEFAULT_WEIGHTS
+
+    def describe(self) -> str:
+        """What the variant changes, ``"min_score=0.08, half_life_days=7"`` (``"as configured"``
+        when nothing)."""
+        named = [
+            (n, getattr(self, n))
+            for n in ("k", "min_score", "candidates", "half_life_days", "diversity", "min_items")
+        ]
+        out = [f"{n}={v:g}" for n, v in named if v is not None]
+        if self.blended:
+            out.append("weights: " + ", ".join(f"{p}={w:g}" for p, w in self.weights))
+        return ", ".join(out) or "as configured"
 
 
 class Variants:
@@ -72,6 +91,9 @@ class Variants:
                 v.min_score,
                 v.candidates,
                 tuple(sorted({"cosine": 1.0, **v.weights}.items())),
+                v.half_life_days,
+                v.diversity,
+                v.min_items,
             )
             for name, v in named.items()
         )

@@ -36,6 +36,14 @@ and the article's blocked partners never appear; ``not_duplicate`` / ``same_arti
 suppression. The ranking is the one of the list's A/B variant (``recommend.ranking``:
 ``variant`` in the body), assigned by the request's split key (a reader or session id).
 
+Signals (``recommend.signals``, each off by default and settable per A/B variant): with
+``related.half_life_days`` the candidates' scores decay by their distance in time from the
+article (``reasons.freshness``: the factor; the shares of the explanation are scaled by it, so
+they still add up to the score) before suppression and the floor; with ``related.diversity``
+the first ``related.diversity_candidates`` items after the floor are reordered by maximal
+marginal relevance; with ``related.min_items`` a list left shorter than that is filled with
+the newest (or most-clicked) articles of the article's category (``reasons.fallback``).
+
 The query article's own vector is read from SQL, so an article ingested a moment ago gets
 related items right away, from the index as caught up at that moment (``recommend.live``).
 """
@@ -51,7 +59,7 @@ from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
 from recengine.config import Settings
-from recengine.derived.rows import label_hash, label_hashes
+from recengine.derived.rows import epoch, label_hash, label_hashes
 from recengine.errors import ModelMissing, NotFound
 from recengine.features.tfidf import EMPTY_VECTOR, SparseVector
 from recengine.index.related.view import Hits, RowFilter
@@ -73,6 +81,10 @@ from recengine.recommend.lists.reasons import Reasons
 from recengine.recommend.lists.suppress import Picked, pick
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
 from recengine.recommend.ranking import Ranking, Variants, blend
+from recengine.recommend.signals.diversity import diversify_kept
+from recengine.recommend.signals.fallback import Anchor, Filled, Need, fill
+from recengine.recommend.signals.freshness import decay
+from recengine.recommend.signals.params import SignalParams
 from recengine.storage.rows.index_source import briefs, query_article
 from recengine.storage.state import read_state
 
@@ -100,6 +112,7 @@ class Query:
     fingerprint: int
     category: str | None
     tags: tuple[str, ...]
+    published: int  # Unix seconds, NO_DATE when unknown
 
 
 class RelatedArticles:
@@ -163,6 +176,7 @@ class RelatedArticles:
         r = self.settings.related
         article_id = check_id(article_id)
         ranking = self.variants.assign(split_by)
+        signals = SignalParams.of(r, ranking.half_life_days, ranking.diversity, ranking.min_items)
         k = check_int(r.default_k if k is None else k, "k", 1, r.max_k)
         k = k if ranking.k is None else min(ranking.k, r.max_k)
         offset = check_int(offset, "offset", 0, r.max_offset)
@@ -175,13 +189,19 @@ class RelatedArticles:
         blocked = sorted(curation.blocked_with(query.id))
         row_filter = to_row_filter(session, parsed, exclude=[query.id, *blocked])
         pinned = curation.without_excluded(session, pinned_hits(snap, query, curation, row_filter))
-        lists = _Lists(snap, query, curation, ranking, pinned)
+        lists = _Lists(snap, query, curation, ranking, pinned, signals)
         ranked_filter = replace(
             row_filter, exclude_ids=np.union1d(row_filter.exclude_ids, pinned.ids)
         )
-        hits, picked = self._ranked(session, lists, ranked_filter, offset + k)
+        hits, picked, factors = self._ranked(
+            session, lists, ranked_filter, signals.wanted(offset, k)
+        )
         picked, dropped = under_floor(hits, picked, floor, offset, k, exempt=len(pinned))
-        body = self._body(session, snap, query, hits, picked, offset, k, len(pinned))
+        picked = diversify_kept(
+            snap.view, hits, picked, signals.diversity, signals.diversity_candidates, len(pinned)
+        )
+        filled = self._filled(session, lists, hits, picked, row_filter)
+        body = self._body(session, snap, query, filled, offset, k, len(pinned), factors)
         body["floor"] = {"min_score": floor, "dropped": dropped}
         body["variant"] = ranking.name
         return Answer(body, snap.version, snap.seq)
@@ -196,15 +216,17 @@ class RelatedArticles:
 
     def _ranked(
         self, session: Session, lists: _Lists, row_filter: RowFilter, wanted: int
-    ) -> tuple[Hits, Picked]:
-        """The pins, then candidates of both sources best first, and the ones kept after
-        suppression (``wanted`` at most)."""
+    ) -> tuple[Hits, Picked, dict[int, float]]:
+        """The pins, then candidates of both sources best first, the ones kept after
+        suppression (``wanted`` at most), and the freshness factor of each decayed candidate
+        by id (none without ``half_life_days``)."""
         snap, query, ranking = lists.snap, lists.query, lists.ranking
         r = self.settings.related
         n = max(ranking.candidates or r.candidates, 3 * wanted)
         vector = query_dense(snap, query)
         index = snap.dense.index if snap.dense is not None else None
         texts = Texts(session, self.settings.features.strip_boilerplate)  # for every round
+        factors: dict[int, float] = {}
         for _ in range(MAX_ROUNDS):
             params = search_params(self.settings, n)
             reach = -(-r.dense_candidates * n // r.candidates)
@@ -221,12 +243,29 @@ class RelatedArticles:
             if ranking.blended:
                 category = label_hash(query.category) if query.category else 0
                 found = blend(snap.view, found, ranking.weights, category, label_hashes(query.tags))
+            if lists.signals.half_life_days > 0:
+                decayed = decay(snap.view, found, query.published, lists.signals.half_life_days)
+                found, factors = decayed.hits, decayed.factor_of
             hits = concat(lists.pinned, lists.curation.without_excluded(session, found))
             picked = self._pick(session, snap, hits, query, wanted, lists, texts)
             if len(picked.kept) >= wanted or exhausted:
                 break
             n *= GROWTH
-        return hits, picked
+        return hits, picked, factors
+
+    def _filled(
+        self, session: Session, lists: _Lists, hits: Hits, picked: Picked, row_filter: RowFilter
+    ) -> Filled:
+        """The list filled up to ``min_items`` (``recommend.signals.fallback``)."""
+        s, query = lists.signals, lists.query
+        if len(picked.kept) >= s.min_items:
+            return Filled(hits, picked, {})
+        anchor = Anchor(query.id, query.fingerprint, query.vector, query.category)
+        need = Need(s.min_items, s.fallback, s.fallback_pool, s.fallback_days, row_filter)
+        texts = Texts(session, self.settings.features.strip_boilerplate)
+        return fill(
+            session, lists.snap, hits, picked, anchor, need, self.criterion, lists.curation, texts
+        )
 
     def _pick(
         self,
@@ -275,14 +314,15 @@ class RelatedArticles:
         session: Session,
         snap: Snapshot,
         query: Query,
-        hits: Hits,
-        picked: Picked,
+        filled: Filled,
         offset: int,
         k: int,
         n_pinned: int,
+        factors: dict[int, float],
     ) -> dict[str, Any]:
+        hits, picked = filled.hits, filled.picked
         page = picked.kept[offset : offset + k]
-        shown = [s for s in picked.suppressed if s.kept_before >= offset]
+        shown = [s for s in picked.suppressed if offset <= s.kept_before < offset + k]
         ids = [int(hits.ids[i]) for i in page] + [int(hits.ids[s.position]) for s in shown]
         facts = briefs(session=session, ids=ids + [s.duplicate_of for s in shown])
         external = {i: row.external_id for i, row in facts.items()}
@@ -292,10 +332,15 @@ class RelatedArticles:
             row = facts.get(int(hits.ids[i]))
             if row is None:  # deleted since the index caught up
                 continue
+            if i in filled.source:
+                same = bool(query.category) and row.category == query.category
+                items.append(item(row, 0.0, {"fallback": filled.source[i], "same_category": same}))
+                continue
             vec = snap.view.vector(int(hits.part[i]), int(hits.row[i]))
             # NaN: a pin, scored by the TF-IDF cosine alone (curation.concat)
             dense = None if hits.dense is None or np.isnan(hits.dense[i]) else float(hits.dense[i])
-            reasons = self.reasons(query, row, *vec, dense=dense)
+            factor = factors.get(int(hits.ids[i])) if i >= n_pinned else None
+            reasons = self.reasons(query, row, *vec, dense=dense, factor=factor)
             if i < n_pinned:
                 reasons["pinned"] = True
             items.append(item(row, float(hits.scores[i]), reasons))
@@ -310,18 +355,24 @@ class RelatedArticles:
         hashes: np.ndarray[Any, Any],
         weights: np.ndarray[Any, Any],
         dense: float | None = None,
+        factor: float | None = None,
     ) -> Reasons:
         """The explanation of one item: shared terms, the dense part's share (``dense``: None
-        when the list has no dense part), shared category and tags."""
+        when the list has no dense part), shared category and tags, and the freshness factor
+        the score was multiplied by (``factor``: None when it was not decayed; the shares are
+        then scaled by it, so that they still add up to the score)."""
         r = self.settings.related
         tags = [t for t in (row.tags or ()) if t in query.tags]
-        scale = 1.0 if dense is None else 1.0 - r.dense_weight
-        return {
+        scale = (1.0 if dense is None else 1.0 - r.dense_weight) * (factor or 1.0)
+        reasons: Reasons = {
             "shared_terms": shared_terms(query.vector, hashes, weights, r.explain_terms, scale),
             "dense": 0.0 if dense is None else round(dense, 6),
             "same_category": bool(query.category) and row.category == query.category,
             "shared_tags": tags,
         }
+        if factor is not None:
+            reasons["freshness"] = round(factor, 4)
+        return reasons
 
 
 def load_query(session: Session, snap: Snapshot, external_id: str) -> Query:
@@ -337,7 +388,8 @@ def load_query(session: Session, snap: Snapshot, external_id: str) -> Query:
         raise ModelMissing(f"article {external_id!r} has no features yet: run `recengine reindex`")
     vector = SparseVector.from_bytes(row.vector) if row.vector else EMPTY_VECTOR
     tags = tuple(t for t in (row.tags or ()) if isinstance(t, str))
-    return Query(row.id, row.external_id, vector, row.fingerprint, row.category, tags)
+    published = epoch(row.published_at)
+    return Query(row.id, row.external_id, vector, row.fingerprint, row.category, tags, published)
 
 
 @dataclass(frozen=True)
@@ -349,6 +401,7 @@ class _Lists:
     curation: Curation
     ranking: Ranking
     pinned: Hits
+    signals: SignalParams
 
 
 def pinned_hits(snap: Snapshot, query: Query, curation: Curation, row_filter: RowFilter) -> Hits:

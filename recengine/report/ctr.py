@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,8 @@ class CtrReport:
     by_variant: dict[str, Rate]
     by_slot: dict[str, dict[int, Rate]]  # variant -> slot -> rate
     comparisons: list[Comparison]
+    # variant -> what its ranking changes (``recommend.ranking.Ranking.describe``)
+    described: dict[str, str] = field(default_factory=dict)
 
 
 def wilson(successes: int, trials: int, z: float = Z95) -> tuple[float, float]:
@@ -97,10 +99,14 @@ def two_proportion_p(a: Rate, b: Rate) -> float | None:
 
 
 def ctr_report(
-    rows: Iterable[tuple[str, int, int, int]], variants: Sequence[str], days: tuple[str, str]
+    rows: Iterable[tuple[str, int, int, int]],
+    variants: Sequence[str],
+    days: tuple[str, str],
+    described: Mapping[str, str] | None = None,
 ) -> CtrReport:
     """From ``(variant, slot, impressions, clicks)`` totals; ``variants`` in settings order
-    (the first is the control; variants with counters but no longer configured follow)."""
+    (the first is the control; variants with counters but no longer configured follow);
+    ``described``: what each configured variant's ranking changes."""
     by_slot: dict[str, dict[int, Rate]] = {}
     for variant, slot, impressions, clicks in rows:
         by_slot.setdefault(variant, {})[slot] = Rate(impressions, clicks)
@@ -119,7 +125,8 @@ def ctr_report(
             rate = by_variant[v]
             p = two_proportion_p(rate, control)
             comparisons.append(Comparison(v, order[0], rate.ctr - control.ctr, p))
-    return CtrReport(days, by_variant, {v: by_slot[v] for v in order}, comparisons)
+    named = {v: (described or {}).get(v, "no longer configured") for v in order}
+    return CtrReport(days, by_variant, {v: by_slot[v] for v in order}, comparisons, named)
 
 
 def plot_ctr(report: CtrReport, path: Path, plt: Any) -> None:
@@ -152,7 +159,8 @@ def render_ctr(report: CtrReport | None) -> str:
             "reports them to <code>POST /api/v1/feedback</code>).</p>"
         )
     rows = "".join(
-        f"<tr><td>{e(v)}</td><td class='num'>{r.impressions:,}</td><td class='num'>"
+        f"<tr><td>{e(v)}</td><td>{e(report.described.get(v, ''))}</td>"
+        f"<td class='num'>{r.impressions:,}</td><td class='num'>"
         f"{r.clicks:,}</td><td class='num'>{r.ctr:.2%}</td><td class='num'>"
         f"{r.interval[0]:.2%} – {r.interval[1]:.2%}</td></tr>"
         for v, r in report.by_variant.items()
@@ -162,7 +170,8 @@ def render_ctr(report: CtrReport | None) -> str:
         statements = "<li>one variant only: nothing to compare</li>"
     return (
         f"<h2>Reader feedback</h2><p class='muted'>{e(report.days[0])} to {e(report.days[1])}"
-        "</p><table><tr><th>variant</th><th class='num'>impressions</th><th class='num'>"
+        "</p><table><tr><th>variant</th><th>ranking</th><th class='num'>impressions</th>"
+        "<th class='num'>"
         "clicks</th><th class='num'>CTR</th><th class='num'>95 % interval</th></tr>"
         f"{rows}</table><ul>{statements}</ul>"
         "<img src='ctr_by_slot.png' alt='CTR by slot and variant' width='100%'>"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -101,9 +101,11 @@ def gather(
     seed: int = 1,
     variants: Sequence[str] = ("default",),
     days: int = 28,
+    described: Mapping[str, str] | None = None,
 ) -> ReportData:
     """Everything the report shows, read in short transactions (``variants``: the A/B test's,
-    control first; ``days``: of feedback, ending on the last day with counters)."""
+    control first; ``days``: of feedback, ending on the last day with counters; ``described``:
+    what each variant's ranking changes, shown beside its CTR)."""
     with transaction(factory) as session:
         version = read_state(session=session).active_model_version
         data = ReportData(
@@ -131,17 +133,19 @@ def gather(
         data.largest, data.urls = _largest(session, sizes, largest)
         data.member_distances = member_distances(session=session)
         data.lang = corpus_lang(latest_titles(session=session, limit=LANG_SAMPLE))
-        data.ctr = _feedback(session, variants, days)
+        data.ctr = _feedback(session, variants, days, described)
     return data
 
 
-def _feedback(session: Session, variants: Sequence[str], days: int) -> CtrReport | None:
+def _feedback(
+    session: Session, variants: Sequence[str], days: int, described: Mapping[str, str] | None
+) -> CtrReport | None:
     last = last_day(session=session)
     if last is None:
         return None
     first = last - timedelta(days=days - 1)
     rows = totals_by(session=session, first=first, last=last)
-    return ctr_report(rows, variants, (first.isoformat(), last.isoformat()))
+    return ctr_report(rows, variants, (first.isoformat(), last.isoformat()), described)
 
 
 def top_terms(model: IdfModel, n: int) -> list[tuple[str, int, float]]:

@@ -58,13 +58,15 @@ def report(ctx: CliContext, output: Path, sample: int, days: int, site: str | No
     require_plotting()  # before reading the whole corpus, and before creating the folder
     if site is not None and not re.match(r"https?://[^/\s]+", site):
         raise click.BadParameter(f"{site!r} is not an http(s) address", param_hint="'--site'")
+    variants = Variants.from_settings(ctx.settings)
     data = gather(
         ctx.factory,
         database=ctx.database,
         hamming_k=ctx.settings.features.hamming_k,
         sample=sample,
-        variants=Variants.from_settings(ctx.settings).names,
+        variants=variants.names,
         days=days,
+        described={r.name: r.describe() for r in variants.rankings},
     )
     page = write_report(data, output, site)
     click.echo(

@@ -17,7 +17,13 @@ Kinds:
 * ``because_you_read``: feeds: the reader's reads of the interest the item answers (ids);
 * ``interest_share``: feeds: that interest's share of the reader's history (0-1);
 * ``fresh``: feeds: one of the newest articles, filling a feed its reader's history could
-  not (no history, or too little related to it).
+  not (no history, or too little related to it);
+* ``freshness``: the factor (0-1] the item's score was multiplied by for its age
+  (``related.half_life_days``, ``recommend.signals.freshness``): against the article's date in
+  lists, against now in feeds; the other shares are scaled by it too;
+* ``fallback``: related lists: the item fills a list shorter than ``related.min_items``
+  (``recommend.signals.fallback``), taken from the article's category by ``"newest"`` or
+  ``"most_clicked"`` (score 0: it was not ranked).
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ class Reasons(TypedDict, total=False):
     because_you_read: list[str]
     interest_share: float
     fresh: bool
+    freshness: float
+    fallback: str
 
 
 REASON_KINDS: tuple[str, ...] = tuple(get_type_hints(Reasons))

@@ -120,3 +120,27 @@ def last_day(*, session: Session) -> date | None:
 def drop_before(*, session: Session, day: date) -> None:
     """Delete the counters of days before ``day`` (retention)."""
     session.execute(delete(FeedbackCount).where(FeedbackCount.day < day))
+
+
+def most_clicked(*, session: Session, since: date, category: str | None, limit: int) -> list[int]:
+    """Live articles (of ``category`` when given) with clicks counted under their lists on the
+    days from ``since`` on, most clicked first (then more impressions, then the newer id):
+    internal ids, at most ``limit``. (The counters are per list article: an article's clicks
+    are its page's readers going on to read, its traffic and engagement together.)"""
+    clicks = func.sum(FeedbackCount.clicks)
+    statement = (
+        select(FeedbackCount.article_id)
+        .join(Article, Article.id == FeedbackCount.article_id)
+        .where(FeedbackCount.day >= since, Article.deleted_at.is_(None))
+        .group_by(FeedbackCount.article_id)
+        .having(clicks > 0)
+        .order_by(
+            clicks.desc(),
+            func.sum(FeedbackCount.impressions).desc(),
+            FeedbackCount.article_id.desc(),
+        )
+        .limit(limit)
+    )
+    if category is not None:
+        statement = statement.where(Article.category == category)
+    return [int(a) for a in session.scalars(statement)]

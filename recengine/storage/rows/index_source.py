@@ -4,6 +4,7 @@ and follow are ``storage.rows.index_rows``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -15,8 +16,8 @@ from recengine.storage.models import Article, ArticleFeatures
 from recengine.storage.rows.articles import in_chunks
 from recengine.storage.rows.index_rows import features_join
 
-# id, external_id, title, url, category, tags, fingerprint, vector
-QueryRow = Row[int, str, str, str | None, str | None, list[str], int, bytes]
+# id, external_id, title, url, category, tags, fingerprint, vector, published_at
+QueryRow = Row[int, str, str, str | None, str | None, list[str], int, bytes, datetime | None]
 
 
 # Statements of the per-request reads are built once (SQLAlchemy's statement construction
@@ -37,7 +38,7 @@ _SHOWN = (
 @cache
 def _query_article_statement() -> Select[*tuple[Any, ...]]:
     return (
-        select(*_SHOWN, ArticleFeatures.fingerprint, ArticleFeatures.vector)
+        select(*_SHOWN, ArticleFeatures.fingerprint, ArticleFeatures.vector, Article.published_at)
         .outerjoin(ArticleFeatures, features_join(bindparam("version", type_=Integer)))
         .where(Article.external_id == bindparam("external_id"), Article.deleted_at.is_(None))
     )
@@ -46,8 +47,8 @@ def _query_article_statement() -> Select[*tuple[Any, ...]]:
 def query_article(*, session: Session, external_id: str, version: int | None) -> QueryRow | None:
     """The live article with this caller id and its features under ``version`` (or None).
 
-    Row: ``id, external_id, title, url, category, tags, fingerprint, vector`` (the last two
-    None when the article has no features of that version).
+    Row: ``id, external_id, title, url, category, tags, fingerprint, vector, published_at``
+    (fingerprint and vector None when the article has no features of that version).
     """
     params = {"external_id": external_id, "version": -1 if version is None else version}
     row: Any = read_core(session, _query_article_statement(), params).one_or_none()
