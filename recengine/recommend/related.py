@@ -261,7 +261,8 @@ class RelatedArticles:
         if len(picked.kept) >= s.min_items:
             return Filled(hits, picked, {})
         anchor = Anchor(query.id, query.fingerprint, query.vector, query.category)
-        need = Need(s.min_items, s.fallback, s.fallback_pool, s.fallback_days, row_filter)
+        prefer = self.settings.related.prefer_canonical
+        need = Need(s.min_items, s.fallback, s.fallback_pool, s.fallback_days, row_filter, prefer)
         texts = Texts(session, self.settings.features.strip_boilerplate)
         return fill(
             session, lists.snap, hits, picked, anchor, need, self.criterion, lists.curation, texts

@@ -15,7 +15,8 @@ marked ``reasons.fallback`` with where it came from (score 0: it was not ranked)
 A fallback item is never the article itself, never an item of the list or one suppressed from
 it, never excluded or blocked by an editor, always within the request's filters, and goes
 through the same suppression as every item (``recommend.lists.suppress``: it must duplicate
-neither the article nor any item above it nor another fallback item). It is appended after the
+neither the article nor any item above it nor another fallback item; of a copy and its
+original, the original is shown, as ``related.prefer_canonical`` says). It is appended after the
 list's items, which the floor made complete, so every page of a list cuts the same
 ``items + fallback`` (paging stays consistent).
 """
@@ -60,6 +61,7 @@ class Need:
     pool: int  # candidates read per source
     days: int  # MOST_CLICKED: the counters' days
     filt: RowFilter  # the request's filters (the article and its blocked partners excluded)
+    prefer_canonical: bool = True  # related.prefer_canonical: a copy gives way to its original
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,6 +105,7 @@ def fill(
         criterion,
         missing,
         curation=curation,
+        prefer_canonical=0 if need.prefer_canonical else None,
     )
     base, before = len(hits), len(picked.kept)
     kept = picked.kept + [base + i for i in walk.kept]
