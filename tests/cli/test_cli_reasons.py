@@ -30,13 +30,15 @@ SAMPLES: dict[str, tuple[Any, str]] = {
     "because_you_read": (["a1", "a2"], "because you read: a1, a2"),
     "interest_share": (0.35, "interest: 35% of the reading history"),
     "fresh": (True, "new: among the newest articles"),
+    "freshness": (0.7071, "freshness: score x 0.7071 for its age"),
+    "fallback": ("newest", "filling a short list: among the newest of its category"),
 }
 
 
 def test_the_kinds_are_the_producers_and_every_one_has_a_sample() -> None:
     assert set(REASON_KINDS) == {
         "shared_terms", "dense", "same_category", "shared_tags", "pinned",
-        "because_you_read", "interest_share", "fresh",
+        "because_you_read", "interest_share", "fresh", "freshness", "fallback",
     }  # fmt: skip
     assert set(SAMPLES) == set(REASON_KINDS), "a new reason kind: add its sample and printer"
 
@@ -73,8 +75,11 @@ def test_every_list_and_feed_prints_its_reasons(
 ) -> None:
     """The reasons real lists carry, through the commands: fresh (a reader with no history),
     because_you_read and interest_share, pinned in a list and in a feed, shared terms, dense,
-    category and tags. Every kind is met, and printed in both formats."""
+    category and tags, freshness (a half-life set, dated articles) and fallback (an article
+    with nothing related, min_items set). Every kind is met, and printed in both formats."""
     runner = CliRunner()
+    related = {"half_life_days": 30.0, "min_items": 3}
+    settings = settings.model_copy(update={"related": settings.related.model_copy(update=related)})
 
     def run(*args: str) -> Any:
         result = runner.invoke(main, list(args), obj=CliContext(settings))
@@ -82,6 +87,10 @@ def test_every_list_and_feed_prints_its_reasons(
         return result.output
 
     records = javaguide_records(data_dir, 30)
+    for n, r in enumerate(records):
+        r["published_at"] = f"2024-05-{1 + n:02d}T08:00:00+00:00"
+    lone = "A tennis club in the hills opens its clay courts to visitors every Sunday morning."
+    records.append({"id": "lone", "title": "Sunday tennis", "content": lone})
     ids = [r["id"] for r in records]
     run("db", "upgrade")
     run("ingest", str(write_jsonl(tmp_path / "a.jsonl", records)))
@@ -89,7 +98,12 @@ def test_every_list_and_feed_prints_its_reasons(
     run("events", "reader", ids[0], ids[1])
 
     met: set[str] = set()
-    for command in (["feed", "nobody"], ["feed", "reader"], ["related", ids[0]]):
+    for command in (
+        ["feed", "nobody"],
+        ["feed", "reader"],
+        ["related", ids[0]],
+        ["related", "lone"],
+    ):
         body = json.loads(run(*command, "--format", "json"))
         text = run(*command)
         assert body["items"], command
@@ -100,3 +114,4 @@ def test_every_list_and_feed_prints_its_reasons(
     assert met == set(REASON_KINDS)
     assert "new: among the newest articles" in run("feed", "nobody")
     assert "pinned by an editor" in run("feed", "reader")
+    assert "filling a short list: among the newest of its category" in run("related", "lone")

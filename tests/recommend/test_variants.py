@@ -81,6 +81,8 @@ def test_bad_variants_are_refused_with_the_setting_named(tmp_path: Path) -> None
         ({"variants": {"v": {"weights": {"lsa": 1.0}}}}, "unknown ranking part"),
         ({"variants": {"v": {"share": 0}}}, "share"),
         ({"variants": {"v": {"min_score": 2}}}, "min_score"),
+        ({"variants": {"v": {"diversity": 2}}}, "diversity"),
+        ({"variants": {"v": {"half_life_days": -1}}}, "half_life_days"),
     ):
         with pytest.raises(ConfigError, match=words):
             load_settings({"data_dir": str(tmp_path), "experiment": {"name": "x", **bad}})
@@ -131,3 +133,52 @@ def test_each_variant_ranks_with_its_own_parameters(
         if item["id"] in cosine:
             bonus = 0.5 if item["reasons"]["same_category"] else 0.0
             assert item["score"] == pytest.approx(cosine[item["id"]] + bonus, abs=2e-6)
+
+
+SIGNALS = {
+    "name": "signals-1",
+    "variants": {
+        "control": {},
+        "fresh": {"half_life_days": 7},
+        "diverse": {"diversity": 0.6},
+        "filled": {"min_items": 40, "min_score": 0.1},
+    },
+}
+
+
+def test_a_variant_may_set_the_signals_and_the_report_reads_what_it_changes(
+    settings: Settings, factory: sessionmaker[Session], featurizer: Featurizer, data_dir: Path
+) -> None:
+    """Freshness, diversity and the fallback are ranking parameters like k or the floor: each
+    variant ranks with its own, and says what it changes (``recengine report`` shows it)."""
+    records = javaguide_records(data_dir, 60)
+    for n, r in enumerate(records):
+        r["published_at"] = f"2024-{1 + n % 12:02d}-{1 + n % 28:02d}T08:00:00+00:00"
+    load(factory, featurizer, records)
+    tested = settings.model_copy(update={"experiment": ExperimentSettings.model_validate(SIGNALS)})
+    service = RelatedArticles(tested, LiveIndex(tested, factory, background=False))
+    assert [r.describe() for r in service.variants.rankings] == [
+        "as configured",
+        "half_life_days=7",
+        "diversity=0.6",
+        "min_score=0.1, min_items=40",
+    ]
+
+    def ask(name: str) -> dict[str, Any]:
+        key = split_key(reader_in(service, name), None)
+        with factory() as session:
+            return service.related(records[0]["id"], session=session, split_by=key, k=40)
+
+    control, fresh, diverse, filled = (ask(n) for n in ("control", "fresh", "diverse", "filled"))
+    assert not any("freshness" in i["reasons"] for i in control["items"])
+    assert all("freshness" in i["reasons"] for i in fresh["items"]) and fresh["items"]
+    assert [i["id"] for i in fresh["items"]] != [i["id"] for i in control["items"]]
+    scores = [i["score"] for i in diverse["items"]]
+    assert sorted(scores, reverse=True) != scores  # reordered, not rescored
+    assert {i["id"] for i in diverse["items"]} == {i["id"] for i in control["items"]}
+    assert len(filled["items"]) == 40 and filled["items"][-1]["reasons"]["fallback"] == "newest"
+    assert (fresh["variant"], diverse["variant"], filled["variant"]) == (
+        "fresh",
+        "diverse",
+        "filled",
+    )

@@ -84,7 +84,11 @@ def _count(
 def test_report_shows_ctr_by_variant_and_slot(tmp_path: Path, database_url: str) -> None:
     experiment = {
         "name": "floor-test",
-        "variants": {"control": {"share": 1}, "strict": {"share": 1, "min_score": 0.2}},
+        "variants": {
+            "control": {"share": 1},
+            "strict": {"share": 1, "min_score": 0.2},
+            "fresh": {"share": 1, "half_life_days": 7},
+        },
     }
     settings: Settings = make_settings(tmp_path, database_url, experiment=experiment)
     runner = CliRunner()
@@ -100,7 +104,7 @@ def test_report_shows_ctr_by_variant_and_slot(tmp_path: Path, database_url: str)
                 ("strict", 0): (3000, 126),
                 ("control", 1): (2000, 40),
             },
-            1: {("strict", 1): (2000, 44)},
+            1: {("strict", 1): (2000, 44), ("fresh", 0): (3000, 150)},
             40: {("strict", 0): (100_000, 99_000)},  # outside the 28 days: not counted
         },
     )
@@ -111,4 +115,12 @@ def test_report_shows_ctr_by_variant_and_slot(tmp_path: Path, database_url: str)
     page = (out / "index.html").read_text("utf-8")
     assert "Reader feedback" in page and "5,000" in page and "170" in page
     assert "NOT significant" in page
+    # each variant's CTR beside what its ranking changes, the signals' variants too
+    assert "fresh vs control" in result.output
+    for variant, changes in (
+        ("control", "as configured"),
+        ("strict", "min_score=0.2"),
+        ("fresh", "half_life_days=7"),
+    ):
+        assert f"<td>{variant}</td><td>{changes}</td>" in page
     assert (out / "ctr_by_slot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -192,12 +192,16 @@ class RelatedItem(_Out):
         "(1 - w) x cosine of the TF-IDF vectors + w x cosine of the dense (LSA) vectors, "
         "w = related.dense_weight (the TF-IDF cosine alone when w = 0 or the model has no "
         "dense part); in an A/B test the variant may add category and tag parts. In a feed: "
-        "the cosine to the reader's interest the item was found for (0 for a fresh article)."
+        "the cosine to the reader's interest the item was found for (0 for a fresh article). "
+        "Times reasons.freshness when related.half_life_days is set; 0 for a fallback item. "
+        "With related.diversity the first items are in diversified (MMR) order."
     )
     reasons: dict[str, Any] = Field(
         description="Why it was chosen: shared_terms (each term's share of the score), dense "
-        "(the dense part's share), same_category, shared_tags; pinned: an editor's pin; in "
-        "feeds because_you_read, interest_share, or fresh (a reader with no history)."
+        "(the dense part's share), same_category, shared_tags; pinned: an editor's pin; "
+        "freshness: the factor its age multiplied the score by; fallback (newest or "
+        "most_clicked): it fills a list shorter than related.min_items; in feeds "
+        "because_you_read, interest_share, or fresh (a reader with no history)."
     )
     # What a card shows (additive: a client that reads none of these is unaffected).
     image: str | None = Field(
