@@ -8,9 +8,11 @@
   suppression, editors' curation, reasons, the blend of parts);
 * :mod:`.feeds`: a reader's interests, the slate a feed is assembled in, the retention of
   readers' data;
+* :mod:`.signals`: ranking steps beyond the text the use cases call (freshness, diversity,
+  the fallback of short lists);
 * :mod:`.overrides` / :mod:`.override_rules`: adding, removing and checking editors' overrides;
   :mod:`.ranking`: the A/B variants of related lists.
 
-The use cases import ``lists`` and ``feeds``; ``feeds`` imports ``lists``, ``lists`` imports
-only ``live`` (the index snapshot it reads).
+The use cases import ``lists``, ``feeds`` and ``signals``; ``feeds`` and ``signals`` import
+``lists``, ``lists`` imports only ``live`` (the index snapshot it reads).
 """
