@@ -20,8 +20,9 @@ joins
    same way, with ``reasons = {"fresh": true}``. Interest items scoring below the floor
    (``feed.min_score``, or the request's ``min_score``) leave their places to them.
 7. Signals (``recommend.signals``): with ``related.half_life_days`` an interest's candidates
-   decay by their age against now (``reasons.freshness``; the floor applies before, to the
-   cosine: it says whether an item answers the interest at all); with ``related.diversity``
+   decay by their age against now (``reasons.freshness``; the floor applies to the decayed
+   score, as in related lists: an old item gives its place to the newest articles); with
+   ``related.diversity``
    each interest's first ``related.diversity_candidates`` candidates are reordered by maximal
    marginal relevance before the slots are dealt.
 8. Editors' overrides (``recommend.lists.curation``): an interest's queue starts with the pins of
@@ -198,7 +199,7 @@ class ReaderFeeds:
         slate = Slate(snap, anchors, self.criterion, f.max_pair_similarity, k, curation, texts)
         floor = f.min_score if parsed.min_score is None else parsed.min_score
         for interest, found in self._candidates(snap, interests, row_filter, floor, k):
-            hits = self._signals(snap, found, now, factors)
+            hits = self._signals(snap, found, now, factors, floor)
             pins = pinned_for(session, snap, interest, row_filter)
             slate.offer(session, interest, concat(pins, hits), pinned=len(pins))
         slate.fill()
@@ -209,16 +210,17 @@ class ReaderFeeds:
         return slate
 
     def _signals(
-        self, snap: Snapshot, hits: Hits, now: datetime, factors: dict[int, float]
+        self, snap: Snapshot, hits: Hits, now: datetime, factors: dict[int, float], floor: float
     ) -> Hits:
-        """An interest's candidates decayed by age (their factors added to ``factors``) and
-        diversified (``recommend.signals``); as they are with both off."""
+        """An interest's candidates decayed by age (their factors added to ``factors``; those
+        the decay put below ``floor`` left out) and diversified (``recommend.signals``); as
+        they are with both off."""
         r = self.settings.related
         if r.half_life_days > 0:
             decayed = decay(
                 snap.view, hits, int(now.timestamp()), r.half_life_days, before_only=True
             )
-            hits = decayed.hits
+            hits = above(decayed.hits, floor)
             factors.update(decayed.factor_of)
         return diversify_hits(snap.view, hits, r.diversity, r.diversity_candidates)
 

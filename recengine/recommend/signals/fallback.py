@@ -18,7 +18,8 @@ through the same suppression as every item (``recommend.lists.suppress``: it mus
 neither the article nor any item above it nor another fallback item; of a copy and its
 original, the original is shown, as ``related.prefer_canonical`` says). It is appended after the
 list's items, which the floor made complete, so every page of a list cuts the same
-``items + fallback`` (paging stays consistent).
+``items + fallback`` (paging stays consistent). A server's cached answer
+(``recommend.answers``) keeps its most-clicked fill until the next change it applies.
 """
 
 from __future__ import annotations
