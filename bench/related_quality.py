@@ -34,8 +34,13 @@ FAISS dense projection).
 The "tuning" / "held out" columns: p@10 over the queries of each half of
 ``bench.related_parts`` (seed 11): defaults are chosen on the tuning half only.
 
+Issue 49 items 3 and 6 (a separate block, ``bench.related_signals``): freshness
+(``related.half_life_days``), diversity (``related.diversity``) and the fallback
+(``related.min_items``), each on its own over the defaults, on every labelled corpus (csdn with
+its dates), with the same tuning / held-out halves; ``--no-signals`` leaves them out.
+
 Usage: ``python -m bench.related_quality [--only javaguide] [--no-sweeps]
-[--dense-min-articles N]``
+[--dense-min-articles N] [--no-signals]``
 """
 
 from __future__ import annotations
@@ -241,6 +246,7 @@ def main() -> None:
     parser.add_argument(
         "--dense-min-articles", type=int, default=None, help="override dense.min_articles"
     )
+    parser.add_argument("--no-signals", action="store_true", help="skip issue 49 items 3, 6")
     args = parser.parse_args()
     over: dict[str, Any] = {}
     if args.dense_min_articles is not None:
@@ -261,6 +267,13 @@ def main() -> None:
             "(a copy of the query is not related)",
             evaluate(planted, docs, same_but_not_copy, **over),
         )
+    # --- issue 49 items 3 and 6 (freshness, diversity, fallback): one row per part, each on its
+    # own over the defaults (bench/related_signals.py) ---
+    if not args.no_signals:
+        from bench.related_signals import rows
+
+        rows(args.only)
+    # --- end of issue 49 items 3 and 6 ---
     if not args.no_sweeps:
         for name, docs in corpora.items():
             sweep_weighting(name, docs, K)

@@ -18,7 +18,7 @@ counters, which no corpus has (it would fill as ``newest`` does).
 Native pools (OpenBLAS) are held to one thread, as in recengine's server worker
 (``web.native_threads``): the times are one request's on one core.
 
-Usage: ``python -m bench.related_signals [--only csdn-blog-100] [--sweep]``
+Usage: ``python -m bench.related_signals [--only csdn-blog-100] [--sweep] [--speed]``
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import csv
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,7 +39,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from bench.corpus import Doc, shared_data
-from bench.related_common import Stored, labelled, related
+from bench.related_common import Stored, labelled, related, with_reposts
 from bench.related_parts import half_of
 from bench.store import sqlite_store
 from recengine.config import Settings
@@ -61,6 +61,14 @@ SWEEP: dict[str, dict[str, Any]] = {
     **{f"  half_life_days={h:g}": {"half_life_days": h} for h in (30, 180, 365, 730, 1460)},
     **{f"  diversity={d:g}": {"diversity": d} for d in (0.1, 0.2, 0.3, 0.5, 0.7)},
     **{f"  min_items={m}": {"min_items": m} for m in (3, 5, 10)},
+    # lists are nearly always full at the shipped floor: a stricter one leaves short lists
+    "  min_score=0.15": {"min_score": 0.15},
+    **{f"  min_score=0.15, min_items={m}": {"min_score": 0.15, "min_items": m} for m in (5, 10)},
+}
+# the fallback against planted reposts (the newest articles, by id, on undated corpora)
+PLANTED: dict[str, dict[str, Any]] = {
+    "  min_score=0.15": {"min_score": 0.15},
+    "  min_score=0.15, min_items=10": {"min_score": 0.15, "min_items": 10},
 }
 
 
@@ -97,10 +105,14 @@ def database(docs: list[Doc]) -> Iterator[tuple[Settings, Any]]:
             engine.dispose()
 
 
-def evaluate(docs: list[Doc], parts: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Each part's lists for every query, and their figures (see the module docstring)."""
+def evaluate(
+    docs: list[Doc], parts: dict[str, dict[str, Any]], queries: list[Doc] | None = None
+) -> dict[str, dict[str, float]]:
+    """Each part's lists for every query (default: every article), and their figures (see the
+    module docstring)."""
     by_id = {d.id: d for d in docs}
-    held = [half_of(d.id) == "held-out" for d in docs]
+    queries = docs if queries is None else queries
+    held = [half_of(d.id) == "held-out" for d in queries]
     out: dict[str, dict[str, float]] = {}
     with database(docs) as (settings, factory):
         stored = Stored.read(factory)
@@ -114,15 +126,15 @@ def evaluate(docs: list[Doc], parts: dict[str, dict[str, Any]]) -> dict[str, dic
             service = RelatedArticles(settings.model_copy(update={"related": changed}), live)
             lists, times = [], []
             with factory() as session:
-                for d in docs:
+                for d in queries:
                     start = time.perf_counter()
                     body = service.related(d.id, session=session, k=K)
                     times.append(time.perf_counter() - start)
                     lists.append([row[i["id"]] for i in body["items"]])
-            out[name] = figures(docs, lists, held, stored, row, lambda a, b: related(a, b))
+            out[name] = figures(docs, queries, lists, held, stored, row)
             out[name]["dup_pairs"] = sum(
                 stored.duplicate_pairs([row[d.id], *r], judge, texts)
-                for d, r in zip(docs, lists, strict=True)
+                for d, r in zip(queries, lists, strict=True)
             )
             out[name]["p50_ms"] = 1e3 * float(np.median(times))
     return out
@@ -130,14 +142,14 @@ def evaluate(docs: list[Doc], parts: dict[str, dict[str, Any]]) -> dict[str, dic
 
 def figures(
     docs: list[Doc],
+    queries: list[Doc],
     lists: list[list[int]],
     held: list[bool],
     stored: Stored,
     row: dict[str, int],
-    same: Callable[[Doc, Doc], bool],
 ) -> dict[str, float]:
     by_row = {row[d.id]: d for d in docs}
-    p = [sum(same(q, by_row[j]) for j in r[:K]) / K for q, r in zip(docs, lists, strict=True)]
+    p = [sum(related(q, by_row[j]) for j in r[:K]) / K for q, r in zip(queries, lists, strict=True)]
     ils = []
     for r in lists:
         if len(r) > 1:
@@ -151,6 +163,41 @@ def figures(
         "mean_len": float(np.mean([len(r) for r in lists])),
         "ils": float(np.mean(ils)) if ils else 0.0,
     }
+
+
+def speed(docs: list[Doc], parts: dict[str, dict[str, Any]], rounds: int = 3) -> None:
+    """CPU of one list per part, the parts alternated query by query (each query asked of
+    every part in turn, ``rounds`` times, after one warm-up): medians and p90 of the
+    process's CPU time, and each part's median ratio to the default's on the same queries."""
+    with database(docs) as (settings, factory):
+        live = LiveIndex(settings, factory, background=False)
+        services = {
+            n: RelatedArticles(
+                settings.model_copy(update={"related": settings.related.model_copy(update=values)}),
+                live,
+            )
+            for n, values in parts.items()
+        }
+        times: dict[str, list[float]] = {n: [] for n in parts}
+        with factory() as session:
+            for d in docs[:50]:
+                for s in services.values():
+                    s.related(d.id, session=session, k=K)
+            for _ in range(rounds):
+                for d in docs:
+                    for n, s in services.items():
+                        start = time.process_time()
+                        s.related(d.id, session=session, k=K)
+                        times[n].append(time.process_time() - start)
+    base = np.array(times[next(iter(parts))])
+    print(f"  {'part':<38} {'CPU p50 ms':>11} {'p90 ms':>8} {'median ratio':>13}")
+    for n, t in times.items():
+        x = np.array(t)
+        ratio = float(np.median(x / np.maximum(base, 1e-6)))
+        print(
+            f"  {n:<38} {1e3 * np.median(x):>11.2f} {1e3 * np.quantile(x, 0.9):>8.2f} "
+            f"{ratio:>13.2f}"
+        )
 
 
 def report(name: str, result: dict[str, dict[str, float]]) -> None:
@@ -187,12 +234,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", default=None, help="csdn-blog-100, javaguide, csl-papers")
     parser.add_argument("--sweep", action="store_true", help="also each part's values")
+    parser.add_argument("--speed", action="store_true", help="only the CPU per list, alternated")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()}")
     with threadpool_limits(1):
         for name, docs in corpora(args.only).items():
+            if args.speed:
+                print(f"\n{name} ({len(docs)} real articles): CPU per list, parts alternated")
+                speed(docs, PARTS)
+                continue
             parts = {**PARTS, **SWEEP} if args.sweep else PARTS
             report(f"{name} ({len(docs)} real articles)", evaluate(docs, parts))
+            if args.sweep:
+                planted, _ = with_reposts(docs, 0.1)
+                title = f"{name} + {len(planted) - len(docs)} planted reposts"
+                report(title, evaluate(planted, PLANTED, docs))
     print(f"load average at end: {os.getloadavg()}")
 
 
