@@ -197,8 +197,9 @@ class RelatedArticles:
             session, lists, ranked_filter, signals.wanted(offset, k)
         )
         picked, dropped = under_floor(hits, picked, floor, offset, k, exempt=len(pinned))
+        pins_kept = sum(1 for i in picked.kept if i < len(pinned))  # they stay first
         picked = diversify_kept(
-            snap.view, hits, picked, signals.diversity, signals.diversity_candidates, len(pinned)
+            snap.view, hits, picked, signals.diversity, signals.diversity_candidates, pins_kept
         )
         filled = self._filled(session, lists, hits, picked, row_filter)
         body = self._body(session, snap, query, filled, offset, k, len(pinned), factors)

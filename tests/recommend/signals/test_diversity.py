@@ -14,11 +14,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
 from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.ingest.ingester import Ingester
 from recengine.recommend.feed import ReaderFeeds
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
 from recengine.recommend.signals.diversity import mmr_order
 from recengine.storage.rows.index_source import internal_ids
+from tests.overrides_helpers import add
 from tests.recommend.signals.corpus import article, ask, service, with_related
 from tests.templates import load
 
@@ -128,3 +130,25 @@ def test_a_feed_reorders_its_interest_by_the_formula(
     expected = [ids[i] for i in reference([i["score"] for i in plain], sims, 0.5)]
     assert expected != ids
     assert [i["id"] for i in feed(with_related(unskipped, diversity=0.5))] == expected
+
+
+def test_pins_stay_first_and_count_as_chosen(
+    loaded: Settings, factory: sessionmaker[Session], featurizer: Featurizer
+) -> None:
+    """The pins kept (a pin that copies a pin above is suppressed, and is not one of them)
+    stay first, and the reordering counts them as chosen."""
+    twin = next(r for r in CORPUS if r["id"] == "twin-1")
+    copy = {**twin, "id": "twin-1-copy", "content": twin["content"] + "\n（完）欢迎转载。"}
+    Ingester(factory, featurizer).ingest_records([copy])
+    add(factory, "pin", "q", "twin-1")
+    add(factory, "pin", "q", "twin-1-copy")
+    body = ask(service(loaded, factory), factory, "q", min_score=0)
+    plain = body["items"]
+    ids = [i["id"] for i in plain]
+    assert ids[:2] == ["twin-1", "twin-2"] and plain[0]["reasons"]["pinned"]
+    assert {s["id"]: s["duplicate_of"] for s in body["suppressed"]} == {"twin-1-copy": "twin-1"}
+    related = service(with_related(loaded, diversity=0.5), factory)
+    sims = cosines(related, factory, ids)
+    expected = [ids[i] for i in reference([i["score"] for i in plain], sims, 0.5, fixed=1)]
+    assert expected[:2] == ["twin-1", "other"]  # twin-2 gives way to the pin's likeness
+    assert [i["id"] for i in ask(related, factory, "q", min_score=0)["items"]] == expected
