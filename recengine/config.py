@@ -168,7 +168,8 @@ class RelatedSettings(_Listing):
 
 
 class DenseSettings(_Section):
-    """The dense (LSA) part of related lists, fitted at reindex (``config/defaults.toml``)."""
+    """The dense part of related lists: LSA fitted at reindex, and with ``encoder = "use"`` a
+    sentence encoder's vectors of each article's title and lead (``config/defaults.toml``)."""
 
     dims: int = Field(default=64, ge=0, le=1_024)
     min_articles: int = Field(default=100, ge=2)
@@ -180,6 +181,9 @@ class DenseSettings(_Section):
     ivf_lists: int = Field(default=0, ge=0, le=1_000_000)
     ivf_probe: int = Field(default=32, ge=1, le=1_000_000)
     ivf_half: bool = True
+    encoder: Literal["lsa", "use"] = "lsa"
+    encoder_share: float = Field(default=0.5, gt=0.0, le=1.0)
+    lead_chars: int = Field(default=300, ge=1, le=100_000)
 
 
 class FeedSettings(_Listing):

@@ -18,8 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from recengine.config import Settings, TokenizerSettings
+from recengine.config import DenseSettings, Settings, TokenizerSettings
 from recengine.features.counts import TermCounts
+from recengine.features.encoder import identity, lead_text, load_encoder
+from recengine.features.encoder import to_bytes as encoder_bytes
 from recengine.features.fingerprint import batch_fingerprints, fingerprints
 from recengine.features.hashing import TermHasher
 from recengine.features.tfidf import IdfModel, TfidfVectorizer
@@ -43,38 +45,50 @@ class TextStats:
     text_hash: str
     counts: dict[str, int]
     n_tokens: int
+    embedding: bytes | None = None  # the encoder's vector (``features.encoder.to_bytes``)
 
 
 @dataclass(frozen=True, eq=False)
 class Analyzed:
-    """What the texts of a batch contribute: their hashes and their term counts, in order."""
+    """What the texts of a batch contribute: their hashes and their term counts, in order,
+    and with the sentence encoder on (``dense.encoder``), their vectors (``embeddings``: one
+    ``features.encoder.to_bytes`` row per text; None when off)."""
 
     text_hashes: list[str]
     counts: TermCounts
+    embeddings: list[bytes] | None = None
 
     def __post_init__(self) -> None:
         if len(self.text_hashes) != len(self.counts):
             raise ValueError(f"{len(self.text_hashes)} hashes for {len(self.counts)} texts")
+        if self.embeddings is not None and len(self.embeddings) != len(self.counts):
+            raise ValueError(f"{len(self.embeddings)} embeddings for {len(self.counts)} texts")
 
     def __len__(self) -> int:
         return len(self.text_hashes)
 
     def take(self, rows: Sequence[int]) -> Analyzed:
-        return Analyzed([self.text_hashes[i] for i in rows], self.counts.take(rows))
+        embeddings = None if self.embeddings is None else [self.embeddings[i] for i in rows]
+        return Analyzed([self.text_hashes[i] for i in rows], self.counts.take(rows), embeddings)
 
     def stats(self) -> list[TextStats]:
         """One :class:`TextStats` per text (a dictionary each: for callers that need one)."""
         n_tokens = self.counts.n_tokens().tolist()
+        embeddings: list[bytes | None] = [None] * len(self)
+        if self.embeddings is not None:
+            embeddings = list(self.embeddings)
         return [
-            TextStats(h, self.counts.as_dict(i), n)
-            for i, (h, n) in enumerate(zip(self.text_hashes, n_tokens, strict=True))
+            TextStats(h, self.counts.as_dict(i), n, e)
+            for i, (h, n, e) in enumerate(zip(self.text_hashes, n_tokens, embeddings, strict=True))
         ]
 
     @classmethod
     def concat(cls, parts: Sequence[Analyzed]) -> Analyzed:
+        embedded = [p.embeddings for p in parts]
         return cls(
             [h for p in parts for h in p.text_hashes],
             TermCounts.concat([p.counts for p in parts]),
+            None if any(e is None for e in embedded) else [x for e in embedded for x in e or ()],
         )
 
 
@@ -107,6 +121,7 @@ class FeatureRow:
     fingerprint: int
     vector: bytes
     n_tokens: int
+    embedding: bytes | None = None
 
 
 def text_of(title: str, content: str, strip: bool = True) -> str:
@@ -155,6 +170,7 @@ class Featurizer:
         self._words: Words = ()
         self._building = threading.Lock()
         self.hasher = TermHasher()
+        self.encodes = _encodes(settings)
 
     def use_words(self, words: Sequence[str]) -> None:
         """Tokenize with the dictionary and ``words`` from now on (a no-op when unchanged; the
@@ -231,10 +247,22 @@ class Featurizer:
         tokenizer: no second pass over the counts)."""
         texts = [_joined(title, body) for title, body in parts]
         extra = self.settings.features.title_weight - 1
-        if not extra:
-            return self._analyzed(texts, texts, tokenizer)
-        weighted = [t + ("\n" + title) * extra for t, (title, _) in zip(texts, parts, strict=True)]
-        return self._analyzed(texts, weighted, tokenizer)
+        weighted = texts
+        if extra:
+            weighted = [
+                t + ("\n" + title) * extra for t, (title, _) in zip(texts, parts, strict=True)
+            ]
+        analyzed = self._analyzed(texts, weighted, tokenizer)
+        if not self.encodes:
+            return analyzed
+        return Analyzed(analyzed.text_hashes, analyzed.counts, self.embed(parts))
+
+    def embed(self, parts: Sequence[tuple[str, str]]) -> list[bytes]:
+        """The sentence encoder's vectors of clean ``(title, body)`` texts: their title and
+        first ``dense.lead_chars`` characters (``features.encoder``; loaded on first use)."""
+        chars = self.settings.dense.lead_chars
+        leads = [lead_text(title, body, chars) for title, body in parts]
+        return encoder_bytes(load_encoder().encode(leads))
 
     def _analyzed(
         self, texts: Sequence[str], counted_texts: Sequence[str], tokenizer: Tokenizer
@@ -260,10 +288,16 @@ class Featurizer:
     def features(self, stats: Sequence[TextStats], model: IdfModel) -> list[FeatureRow]:
         """:meth:`features_of` for articles held as :class:`TextStats`."""
         counts = TermCounts.from_dicts([s.counts for s in stats], self.hasher)
-        return self.features_of(counts, model)
+        return self.features_of(counts, model, [s.embedding for s in stats])
 
-    def features_of(self, counts: TermCounts, model: IdfModel) -> list[FeatureRow]:
-        """Stored vector and fingerprint of each document of ``counts``.
+    def features_of(
+        self,
+        counts: TermCounts,
+        model: IdfModel,
+        embeddings: Sequence[bytes | None] | None = None,
+    ) -> list[FeatureRow]:
+        """Stored vector and fingerprint of each document of ``counts`` (with its encoder
+        vector from ``embeddings``, in order, when given).
 
         The fingerprint always weighs terms by *raw-count* TF-IDF (all terms, or the top
         ``simhash_top_n``: the near-duplicate method's features), whatever
@@ -285,9 +319,10 @@ class Featurizer:
             full = vectors if f.max_df >= 1.0 else vectorizer.transform_counts(counts, idf)
             prints = fingerprints(full, f.simhash_top_n)
         n_tokens = counts.n_tokens().tolist()
+        embedded = list(embeddings) if embeddings is not None else [None] * len(n_tokens)
         return [
-            FeatureRow(fingerprint=p, vector=v.to_bytes(), n_tokens=n)
-            for p, v, n in zip(prints.tolist(), vectors, n_tokens, strict=True)
+            FeatureRow(fingerprint=p, vector=v.to_bytes(), n_tokens=n, embedding=e)
+            for p, v, n, e in zip(prints.tolist(), vectors, n_tokens, embedded, strict=True)
         ]
 
 
@@ -317,7 +352,31 @@ def model_params(settings: Settings) -> dict[str, Any]:
             **({"title_weight": f.title_weight} if f.title_weight != 1 else {}),
             **({"max_df": f.max_df} if f.max_df < 1.0 else {}),
         },
+        # only when on: models fitted before the encoder existed stay valid with it off
+        **({ENCODER_KEY: encoder_params(settings.dense)} if _encodes(settings) else {}),
     }
+
+
+ENCODER_KEY = "encoder"
+
+
+def same_model_settings(stored: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """Whether a model's stored params were fitted with the settings whose
+    :func:`model_params` are ``wanted`` (the rest of ``stored`` records how it was fitted; the
+    encoder's key, present only when it is on, is compared whichever side has it)."""
+    keys = {*wanted, ENCODER_KEY}
+    return {k: stored.get(k) for k in keys} == {k: wanted.get(k) for k in keys}
+
+
+def _encodes(settings: Settings) -> bool:
+    return settings.dense.encoder != "lsa"
+
+
+def encoder_params(d: DenseSettings) -> dict[str, Any]:
+    """The sentence encoder's settings a model version's stored vectors depend on: which
+    encoder (name, package, version: a changed one takes a reindex), how much of each article
+    it reads, and its share of the dense part."""
+    return {**identity(), "lead_chars": d.lead_chars, "share": d.encoder_share}
 
 
 def new_word_params(t: TokenizerSettings) -> dict[str, Any]:

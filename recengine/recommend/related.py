@@ -433,10 +433,18 @@ def under_floor(
 
 def query_dense(snap: Snapshot, query: Query) -> npt.NDArray[np.float32] | None:
     """The query article's dense vector: its stored vector projected with the snapshot's
-    model (an article ingested a moment ago included); None without a dense part."""
-    if snap.dense is None or snap.dense.model is None:
+    model (an article ingested a moment ago included), and with the encoder part its row of
+    the dense index (which holds every live article with terms as of the snapshot: the stored
+    encoder vector is not read again); None without a dense part."""
+    dense = snap.dense
+    if dense is None or (dense.model is None and dense.encoder is None):
         return None
-    z: npt.NDArray[np.float32] = snap.dense.model.project(
+    if dense.encoder is not None:
+        found, rows = dense.index.lookup(np.array([query.id], np.int64))
+        return rows[0] if found[0] else None
+    if dense.model is None:
+        return None
+    z: npt.NDArray[np.float32] = dense.model.project(
         [query.vector.hashes], [query.vector.weights]
     )[0]
     return z

@@ -116,6 +116,9 @@ class ArticleFeatures(Base):
     # features.tfidf.SparseVector.to_bytes(): term hashes, weights, terms.
     vector: Mapped[bytes] = mapped_column(LargeBinary)
     n_tokens: Mapped[int] = mapped_column(Integer)
+    # features.encoder.to_bytes(): the sentence encoder's vector of the title and lead (float16),
+    # when the version's dense part has the encoder (dense.encoder = "use"); else NULL.
+    embedding: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
 
 
 class IdfModelRow(Base):

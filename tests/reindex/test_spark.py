@@ -21,6 +21,7 @@ from recengine.cli import main
 from recengine.cli.context import CliContext
 from recengine.config import Settings
 from recengine.derived.dense import DenseKind, dense_params
+from recengine.features.encoder import from_bytes
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.clusters.upkeep import Deduplicator
 from recengine.pipeline.demo_corpus import inews_records
@@ -323,4 +324,52 @@ def test_spark_and_local_agree_with_new_words_a_weighted_title_and_stop_terms(
     distributed = engine_state(factory)
     assert distributed[0].words == local[0].words
     assert_same_results(local, distributed)  # the executors tokenized with the words too
+    engine.dispose()
+
+
+def stored_embeddings(factory: sessionmaker[Session]) -> dict[int, bytes | None]:
+    with factory() as session:
+        version = read_state(session=session).active_model_version
+        rows = session.execute(
+            select(ArticleFeatures.article_id, ArticleFeatures.embedding).where(
+                ArticleFeatures.model_version == version
+            )
+        ).all()
+    return {r[0]: r[1] for r in rows}
+
+
+def test_spark_executors_encode_as_the_local_engine_does(
+    spark: Any, tmp_path: Path, database_url: str, tokenizer: Tokenizer, data_dir: Path
+) -> None:
+    """``dense.encoder = "use"``: the executors encode each article's title and lead, and the
+    stored vectors, the LSA model and the dense vectors equal the local engine's (to float16 /
+    float32 rounding)."""
+    settings = make_settings(
+        tmp_path, database_url, dense={"encoder": "use", "min_articles": 50, "dims": 64}
+    )
+    engine = make_engine(settings.resolved_database_url)
+    upgrade(engine)
+    factory = make_session_factory(engine)
+    local = indexed(factory, Featurizer(settings, tokenizer), javaguide_records(data_dir, 200))
+    local_embeddings, local_dense = stored_embeddings(factory), dense_state(factory, settings)
+    assert len(local_embeddings) == 200 and None not in local_embeddings.values()
+    spark_reindex(
+        spark=spark,
+        factory=factory,
+        featurizer=Featurizer(settings, tokenizer),
+        url=settings.resolved_database_url,
+    )
+    assert_same_results(local, engine_state(factory))
+    spark_embeddings = stored_embeddings(factory)
+    assert spark_embeddings.keys() == local_embeddings.keys()
+    ids = sorted(local_embeddings)
+    np.testing.assert_allclose(
+        from_bytes([spark_embeddings[i] for i in ids]),
+        from_bytes([local_embeddings[i] for i in ids]),
+        atol=2e-3,
+    )
+    (lmodel, lids, lvec), (smodel, sids, svec) = local_dense, dense_state(factory, settings)
+    assert lvec.shape[1] == svec.shape[1] == 64 + 512
+    assert np.array_equal(smodel.hashes, lmodel.hashes) and np.array_equal(sids, lids)
+    np.testing.assert_allclose(svec, lvec, atol=2e-3)
     engine.dispose()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.orm import Session
 
 from recengine.errors import ConfigError
 from recengine.features.tfidf import IdfModel
+from recengine.pipeline.featurize import same_model_settings
 from recengine.storage.rows.features import load_model_payload
 
 
@@ -18,7 +21,7 @@ class ModelCache:
             with the stored ones.
     """
 
-    def __init__(self, params: dict[str, object]) -> None:
+    def __init__(self, params: dict[str, Any]) -> None:
         self.params = params
         self._version: int | None = None
         self._model: IdfModel | None = None
@@ -28,8 +31,9 @@ class ModelCache:
             return None
         if version != self._version or self._model is None:
             payload, params = load_model_payload(session=session, version=version)
-            # Only the settings keys count: the rest records how the model was fitted.
-            if {key: params.get(key) for key in self.params} != self.params:
+            # Only the settings keys count: the rest records how the model was fitted. The
+            # encoder's key is there only when it is on: compared whichever side has it.
+            if not same_model_settings(params, self.params):
                 raise ConfigError(
                     f"the active IDF model (version {version}) was built with other settings "
                     f"({params}); these settings give {self.params}: run `recengine reindex`"

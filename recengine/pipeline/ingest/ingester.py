@@ -303,7 +303,7 @@ class Ingester:
             counted = _Counted(counted.ids, analyzed, words=model.words)
         row = {rid: k for k, rid in enumerate(counted.ids)}
         analyzed = counted.analyzed.take([row[rid] for rid in feature_ids])
-        rows = self.featurizer.features_of(analyzed.counts, model)
+        rows = self.featurizer.features_of(analyzed.counts, model, analyzed.embeddings)
         replace_features(
             session=session,
             version=state.active_model_version,
@@ -313,6 +313,7 @@ class Ingester:
                     "fingerprint": f.fingerprint,
                     "vector": f.vector,
                     "n_tokens": f.n_tokens,
+                    "embedding": f.embedding,
                 }
                 for rid, f in zip(feature_ids, rows, strict=True)
             ],

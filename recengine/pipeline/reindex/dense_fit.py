@@ -15,6 +15,7 @@ dense part below ``dense.min_articles`` articles; at most one dimension per
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import numpy as np
@@ -22,9 +23,10 @@ import numpy.typing as npt
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import DenseSettings
-from recengine.derived.dense import LSA_PART
+from recengine.derived.dense import ENCODER_PART, LSA_PART
 from recengine.features.lsa import fit_lsa
 from recengine.features.tfidf import SparseVector
+from recengine.pipeline.featurize import encoder_params
 from recengine.pipeline.reindex.sample import PAGE, spread_ids
 from recengine.storage.db import transaction
 from recengine.storage.rows.features import delete_model_part, features_of, save_model_part
@@ -44,14 +46,19 @@ def dense_dims(settings: DenseSettings, n: int) -> int:
 
 
 def fit_dense(factory: sessionmaker[Session], settings: DenseSettings, version: int) -> int:
-    """Fit and store ``version``'s LSA model (or remove a stale one when the rule says none).
+    """Fit and store ``version``'s LSA model (or remove a stale one when the rule says none),
+    and record its encoder part (``dense.encoder = "use"``: the articles' vectors were written
+    with their features; the part says so, with the encoder's settings).
 
     Returns:
-        Its dimensions (0: no dense part for this version).
+        The LSA dimensions (0: no LSA part for this version).
     """
+    save_encoder_part(factory, settings, version)
     with index_rows(factory) as rows:
         n = rows.count(version=version, needs_terms=True)
-    dims = dense_dims(settings, n)
+    # the encoder alone (share 1) leaves the LSA part nothing
+    alone = settings.encoder != "lsa" and settings.encoder_share >= 1.0
+    dims = 0 if alone else dense_dims(settings, n)
     ids = sample_ids(factory, version, n, settings.sample) if dims else []
     hashes, weights = sample_vectors(factory, version, ids)
     if dims:
@@ -86,6 +93,26 @@ def fit_dense(factory: sessionmaker[Session], settings: DenseSettings, version: 
             now=datetime.now(UTC),
         )
     return dims
+
+
+def save_encoder_part(
+    factory: sessionmaker[Session], settings: DenseSettings, version: int
+) -> None:
+    """Record (or, with the encoder off, remove) ``version``'s encoder part: its payload the
+    JSON of the encoder's settings (``derived.dense.encoder_part`` reads the share of it)."""
+    with transaction(factory) as session:
+        delete_model_part(session=session, version=version, name=ENCODER_PART)
+        if settings.encoder == "lsa":
+            return
+        params = encoder_params(settings)
+        save_model_part(
+            session=session,
+            version=version,
+            name=ENCODER_PART,
+            payload=json.dumps(params, sort_keys=True).encode(),
+            params=params,
+            now=datetime.now(UTC),
+        )
 
 
 def sample_ids(factory: sessionmaker[Session], version: int, n: int, sample: int) -> list[int]:

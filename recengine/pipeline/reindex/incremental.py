@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.clusters.upkeep import Deduplicator
-from recengine.pipeline.featurize import Featurizer
+from recengine.pipeline.featurize import Featurizer, model_params, same_model_settings
 from recengine.pipeline.reindex.cards import fill_cards
 from recengine.pipeline.reindex.full import reindex
 from recengine.pipeline.reindex.pool import AnalysisPool, Item
@@ -97,6 +97,9 @@ def reindex_incremental(
     """
     limit = featurizer.settings.reindex.refit_drift if refit_drift is None else refit_drift
     version, params, refit = drift_of(factory, limit)
+    wanted = model_params(featurizer.settings)
+    if version is not None and refit is None and not same_model_settings(params, wanted):
+        refit = "the active model was built with other settings (a changed encoder, tokenizer...)"
     run_args: dict[str, Any] = {
         "factory": factory,
         "featurizer": featurizer,

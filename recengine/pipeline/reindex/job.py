@@ -114,7 +114,8 @@ def features_of_record(
     todo = [k for k, i in enumerate(batch.ids) if i > after_id]
     if not todo:
         return len(batch.ids), []
-    rows = featurizer.features_of(batch.analyzed.counts.take(todo), model)
+    done = batch.analyzed.take(todo)
+    rows = featurizer.features_of(done.counts, model, done.embeddings)
     return len(batch.ids), list(zip((batch.ids[k] for k in todo), rows, strict=True))
 
 

@@ -105,6 +105,7 @@ def write_features(session: Session, version: int, rows: Sequence[tuple[int, Fea
                 "fingerprint": f.fingerprint,
                 "vector": f.vector,
                 "n_tokens": f.n_tokens,
+                "embedding": f.embedding,
             }
             for aid, f in rows
         ],

@@ -47,6 +47,7 @@ from recengine.storage.state import state_statement
 COLUMNS: dict[str, Any] = {
     "fingerprint": ArticleFeatures.fingerprint,
     "vector": ArticleFeatures.vector,
+    "embedding": ArticleFeatures.embedding,
     "n_tokens": ArticleFeatures.n_tokens,
     "published_at": Article.published_at,
     "category": Article.category,

@@ -22,6 +22,8 @@ from recengine.storage.db import transaction
 from recengine.storage.rows.features import replace_features
 
 _featurizers: dict[str, Featurizer] = {}
+# (article id, fingerprint, vector bytes, n_tokens, encoder vector bytes or None)
+Written = tuple[int, int, bytes, int, bytes | None]
 _models: dict[str, IdfModel] = {}
 
 
@@ -72,8 +74,10 @@ def features_partition(
     model: Any,
     stats: Iterable[tuple[int, TextStats]],
     chunk: int = 1_000,
-) -> Iterator[tuple[int, int, bytes, int]]:
-    """``(id, fingerprint, vector bytes, n_tokens)`` under the broadcast model bytes.
+) -> Iterator[Written]:
+    """``(id, fingerprint, vector bytes, n_tokens, encoder vector bytes or None)`` under the
+    broadcast model bytes (the encoder's vector was computed with the analysis, on the
+    executor, ``Featurizer.analyze``).
 
     The model is parsed once per worker and model, not once per task; ``digest`` (of the model
     bytes) names it, because version numbers repeat across databases and workers outlive jobs.
@@ -94,14 +98,14 @@ def features_partition(
 
 def _features(
     featurizer: Featurizer, model: IdfModel, batch: list[tuple[int, TextStats]]
-) -> Iterator[tuple[int, int, bytes, int]]:
+) -> Iterator[Written]:
     rows = featurizer.features([s for _, s in batch], model)
     for (article_id, _), f in zip(batch, rows, strict=True):
-        yield article_id, f.fingerprint, f.vector, f.n_tokens
+        yield article_id, f.fingerprint, f.vector, f.n_tokens, f.embedding
 
 
 def write_partition(
-    url: str, version: int, batch: int, rows: Iterable[tuple[int, int, bytes, int]]
+    url: str, version: int, batch: int, rows: Iterable[Written]
 ) -> Iterator[int]:
     """Write features under ``version`` in transactions of ``batch`` rows; yields the count.
 
@@ -111,13 +115,14 @@ def write_partition(
     factory = worker_factory(url)
     chunk: list[dict[str, Any]] = []
     written = 0
-    for article_id, fingerprint, vector, n_tokens in rows:
+    for article_id, fingerprint, vector, n_tokens, embedding in rows:
         chunk.append(
             {
                 "article_id": article_id,
                 "fingerprint": fingerprint,
                 "vector": vector,
                 "n_tokens": n_tokens,
+                "embedding": embedding,
             }
         )
         if len(chunk) == batch:
