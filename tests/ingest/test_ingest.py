@@ -158,7 +158,7 @@ def test_a_failing_batch_writes_nothing(
     factory: sessionmaker[Session], featurizer: Featurizer
 ) -> None:
     class Exploding(Featurizer):
-        def features_of(self, counts, model):  # type: ignore[no-untyped-def]
+        def features_of(self, *args):  # type: ignore[no-untyped-def]
             raise RuntimeError("boom")
 
     good = Ingester(factory, featurizer)

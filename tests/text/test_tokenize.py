@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from importlib import resources
-
 import re
 from collections import Counter
+from importlib import resources
 from pathlib import Path
 
 import pytest
