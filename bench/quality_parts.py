@@ -79,6 +79,11 @@ def parts(old_stopwords: str) -> list[Part]:
             index={"dense": {"encoder": "use"}},
             query=_weight(0.4),
         ),
+        Part(
+            "+ LSA + encoder, dense_weight 0.5",
+            index={"dense": {"encoder": "use"}},
+            query=_weight(0.5),
+        ),
         Part("English: function words only", index={"tokenizer": {"stopwords": old_stopwords}}),
     ]
 

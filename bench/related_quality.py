@@ -274,7 +274,7 @@ def main() -> None:
     if args.dense_min_articles is not None:
         over["dense"] = {"min_articles": args.dense_min_articles}
     print(f"load average at start: {os.getloadavg()}")
-    corpora = {n: d for n, d in labelled().items() if args.only in (None, n)}
+    corpora = {n: d for n, d in labelled(english=True).items() if args.only in (None, n)}
     old_stopwords = stopwords_before_issue_49()
     table = parts(old_stopwords)
     try:

@@ -86,8 +86,11 @@ class Clock:
 
 def run_size(n: int, queries: int, exact_queries: int) -> None:
     RESULTS.mkdir(exist_ok=True)
-    db = RESULTS / f"related-synthetic-{n}.db"
     with tempfile.TemporaryDirectory(prefix="recengine-speed-") as tmp:
+        settings = load_settings({"data_dir": tmp, "database_url": "sqlite://"})
+        # one database per size and encoder (the shipped "auto" resolves to one of them)
+        suffix = "-use" if settings.dense.encoder == "use" else ""
+        db = RESULTS / f"related-synthetic-{n}{suffix}.db"
         settings = load_settings({"data_dir": tmp, "database_url": f"sqlite:///{db}"})
         if not db.exists():
             print(f"building {db} (once)")
@@ -117,10 +120,15 @@ def run_size(n: int, queries: int, exact_queries: int) -> None:
             f"   process RSS {before:.0f} -> {rss_mb():.0f} MB"
         )
         dense = index.dense_stats()
+        ivf = n >= settings.dense.ivf_min
+        per = 4 * dense["dims"] + (2 * dense["dims"] + 8 if ivf and settings.dense.ivf_half else 0)
         print(
-            f"  dense part: fit {fit:.1f} s, dims {dense['dims']}, "
-            f"{4 * dense['dims'] + (8 if n >= settings.dense.ivf_min else 0)} bytes per article "
-            f"({'IVF' if n >= settings.dense.ivf_min else 'flat'} FAISS index)"
+            f"  dense part (encoder {settings.dense.encoder}): fit {fit:.1f} s, dims "
+            f"{dense['dims']}, {per} bytes per article in memory (float32 rows"
+            f"{', float16 IVF lists and ids' if ivf else ''}; {'IVF' if ivf else 'flat'} FAISS"
+            f" index), index arrays {dense.get('bytes', 0) / n:.0f} B per article"
+            + (f", SQL + {2 * 512} B per article (the stored encoder vector)"
+               if settings.dense.encoder == "use" else "")
         )
         measure_queries(settings, index, factory, snap, n, queries, exact_queries)
 

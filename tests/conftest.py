@@ -32,6 +32,12 @@ from tests.templates import admin_connection, drop_templates
 DATA = Path(__file__).resolve().parent / "data"
 PG_ENV = "RECENGINE_TEST_POSTGRES_URL"
 use_small_jvms()
+# The shipped dense.encoder = "auto" turns the sentence encoder on wherever its package is
+# installed, as it is with the test dependencies: the suite pins LSA (for itself and every
+# command it starts), and the tests of the encoder ask for it (tests/recommend/
+# test_related_encoder.py, tests/reindex/test_spark.py), so each test's figures stay the ones
+# it checks and the suite does not encode every corpus it indexes.
+os.environ.setdefault("RECENGINE_DENSE__ENCODER", "lsa")
 
 
 @pytest.fixture(scope="session")

@@ -80,3 +80,25 @@ def test_missing_or_broken_override_file(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("RECENGINE_CONFIG", str(broken))
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_settings()
+
+
+def test_the_encoder_is_on_by_default_where_its_package_is_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 49: dense.encoder = "auto" (shipped) resolves once, when settings load: the
+    sentence encoder where ``recengine[semantic]`` is installed, LSA alone elsewhere."""
+    from importlib import metadata
+
+    import recengine.config as config
+
+    assert 'encoder = "auto"' in config.defaults_path().read_text("utf-8")
+    assert load_settings({"dense": {"encoder": "auto"}}).dense.encoder == "use"  # installed
+
+    def missing(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(config.metadata, "version", missing)
+    assert load_settings({"dense": {"encoder": "auto"}}).dense.encoder == "lsa"
+    assert load_settings({"dense": {"encoder": "use"}}).dense.encoder == "use"  # asked for
+    with pytest.raises(ConfigError, match="dense"):
+        load_settings({"dense": {"encoder": "bert"}})
