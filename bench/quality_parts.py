@@ -72,6 +72,11 @@ def parts(old_stopwords: str) -> list[Part]:
         ),
         Part("TF-IDF alone", index={"dense": {"encoder": "lsa"}}, query=_weight(0.0)),
         Part("+ LSA (dense.encoder = lsa)", index={"dense": {"encoder": "lsa"}}),
+        Part(
+            "+ LSA, dense_weight 0.4",
+            index={"dense": {"encoder": "lsa"}},
+            query=_weight(0.4),
+        ),
         Part("+ encoder alone (share 1)", index={"dense": {"encoder": "use", "encoder_share": 1}}),
         Part("+ LSA + encoder (encoder = use)", index={"dense": {"encoder": "use"}}),
         Part(
