@@ -167,6 +167,29 @@ class RelatedSettings(_Listing):
     fallback: Literal["newest", "most_clicked"] = "newest"
     fallback_pool: int = Field(default=200, ge=1, le=100_000)
     fallback_days: int = Field(default=28, ge=1, le=3_660)
+    # readers' signals (recommend.signals): each 0 = off; an A/B variant may set its own
+    engagement_weight: float = Field(default=0.0, ge=0.0, le=1.0)
+    coread_weight: float = Field(default=0.0, ge=0.0, le=1.0)
+    explore_share: float = Field(default=0.0, ge=0.0, le=0.5)
+
+
+class SignalsSettings(_Section):
+    """How readers' clicks and reads become ranking signals (``recommend.signals``).
+    Documented in ``config/defaults.toml``."""
+
+    refresh_s: float = Field(default=60.0, ge=0.0, le=86_400.0)
+    examination_decay: float = Field(default=1.0, ge=0.0, le=5.0)
+    prior_ctr: float = Field(default=0.02, gt=0.0, lt=1.0)
+    prior_strength: float = Field(default=50.0, gt=0.0, le=1_000_000.0)
+    engagement_days: int = Field(default=28, ge=1, le=3_650)
+    min_pair_examined: float = Field(default=20.0, ge=0.0)
+    explore_pool: int = Field(default=20, ge=1, le=1_000)
+    explore_period_s: int = Field(default=3_600, ge=1, le=86_400)
+    coread_days: int = Field(default=60, ge=1, le=3_650)
+    coread_neighbours: int = Field(default=20, ge=1, le=1_000)
+    coread_min_readers: int = Field(default=2, ge=1, le=1_000_000)
+    coread_max_reads: int = Field(default=50, ge=2, le=10_000)
+    coread_shrink: float = Field(default=5.0, ge=0.0, le=1_000_000.0)
 
 
 class DenseSettings(_Section):
@@ -236,6 +259,11 @@ class VariantSettings(_Section):
     diversity: float | None = Field(default=None, ge=0.0, le=1.0)
     min_items: int | None = Field(default=None, ge=0, le=100)
 
+    # readers' signals (recommend.signals): None = the related.* setting
+    engagement_weight: float | None = Field(default=None, ge=0.0, le=1.0)
+    coread_weight: float | None = Field(default=None, ge=0.0, le=1.0)
+    explore_share: float | None = Field(default=None, ge=0.0, le=0.5)
+
     @field_validator("weights")
     @classmethod
     def _known_parts(cls, value: dict[str, float]) -> dict[str, float]:
@@ -273,6 +301,7 @@ class FeedbackSettings(_Section):
     client_rate: float = Field(default=20.0, gt=0.0, le=1_000_000.0)
     client_burst: int = Field(default=200, ge=1, le=1_000_000)
     max_clients: int = Field(default=100_000, ge=1, le=10_000_000)
+    max_items_per_list: int = Field(default=200, ge=1, le=100_000)
 
 
 class ReindexSettings(_Section):
@@ -373,6 +402,7 @@ class Settings(BaseSettings):
     index: IndexSettings = IndexSettings()
     ingest: IngestSettings = IngestSettings()
     related: RelatedSettings = RelatedSettings()
+    signals: SignalsSettings = SignalsSettings()
     dense: DenseSettings = DenseSettings()
     feed: FeedSettings = FeedSettings()
     events: EventsSettings = EventsSettings()

@@ -47,6 +47,9 @@ REASON_TEXT: dict[str, Callable[[Any], str | None]] = {
     "dense": lambda v: f"semantic part: {v:.4f}" if v else None,
     "same_category": lambda v: "same category" if v else None,
     "shared_tags": lambda v: f"shared tags: {_listed(v)}" if v else None,
+    "coread": lambda v: f"readers of this also read it: {v:.4f}" if v else None,
+    "engagement": lambda v: f"readers' clicks: {v:+.4f}" if v else None,
+    "explore": lambda v: "exploring: shown to learn how readers take it" if v else None,
 }
 
 

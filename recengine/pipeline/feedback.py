@@ -17,8 +17,18 @@ traffic. Requests are refused (``RateLimited``, 429) past a token bucket per cli
 (``client_rate`` per second, ``client_burst`` at once), and (``Overloaded``, 503) while more
 than ``max_pending`` events wait for a commit (a database that stalls cannot make memory grow).
 
-**Private.** An event is a list article, a variant and a slot: no cookie, no reader id, no
-address is stored (addresses live in memory only, for rate limiting).
+**Items.** An event may name the ``item`` shown (or clicked) in its slot: it is then also
+added to the engagement counters of that item in that list (``storage.rows.engagement``) with
+its *examination*, the chance that a reader looked at its slot at all, by the stated model
+:func:`examination` (``signals.examination_decay``), which ranking reads back as a
+position-debiased click-through rate (``recommend.signals.engagement``). Bounded the same way:
+a beacon cannot count an unknown item, each list article counts at most
+``feedback.max_items_per_list`` items a day (per process: items past it still count in the
+slot counters), and each process deletes the days past ``signals.engagement_days`` at its
+first commit of a day.
+
+**Private.** An event is a list article, a variant, a slot and an item: no cookie, no reader
+id, no address is stored (addresses live in memory only, for rate limiting).
 """
 
 from __future__ import annotations
@@ -29,13 +39,20 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
 from recengine.errors import InvalidRequest, NotFound, Overloaded, RateLimited
 from recengine.storage.db import transaction
+from recengine.storage.rows.engagement import (
+    PairCounts,
+    PairKey,
+    add_pair_counts,
+    drop_pairs_before,
+    items_listed,
+)
 from recengine.storage.rows.feedback import CountKey, add_counts, article_ids
 
 log = logging.getLogger(__name__)
@@ -47,12 +64,23 @@ TYPES = (IMPRESSION, CLICK)
 @dataclass(frozen=True)
 class Event:
     """One reader event: an ``impression`` (the list was seen, this slot shown) or a
-    ``click`` on the item in ``slot`` of ``article``'s list, under ``variant``."""
+    ``click`` on the item in ``slot`` of ``article``'s list, under ``variant``; ``item``: the
+    article in that slot (None: not said, only the slot counters count it)."""
 
     type: str
     article: str
     variant: str
     slot: int
+    item: str | None = None
+
+
+def examination(slot: int, decay: float) -> float:
+    """The stated position-bias model: the chance a reader looks at slot ``slot`` (0-based)
+    of a list, relative to the first, ``(1 + slot) ** -decay`` (``signals.examination_decay``;
+    0: every slot is looked at). A click is evidence of attraction only where the slot was
+    looked at: clicks / sum of examinations estimates the rate at which an item is clicked
+    when seen, wherever it was shown (Craswell et al. 2008, the position-based model)."""
+    return float((1.0 + slot) ** -decay)
 
 
 class TokenBuckets:
@@ -109,6 +137,10 @@ class FeedbackCounter:
         self.factory = factory
         self.variants = frozenset(variants)
         self.slots = settings.related.max_k
+        self.cap = f.max_items_per_list
+        self.decay = settings.signals.examination_decay
+        self.keep_days = settings.signals.engagement_days
+        self._expired_on: date | None = None
         self.clock = clock
         self.limits = TokenBuckets(f.client_rate, f.client_burst, f.max_clients)
         self._queued: list[_Request] = []
@@ -159,6 +191,18 @@ class FeedbackCounter:
                 self._lock.notify()
         return request.done
 
+    def commit(self, events: Sequence[Event], day: date) -> int:
+        """Count ``events`` as of ``day`` now, in the calling thread, without the queue and
+        the rate limits (imports of past counts, the click simulator ``bench/clicks.py``).
+
+        Raises:
+            InvalidRequest: see :meth:`check`. NotFound: an unknown article or item.
+        """
+        self.check(events)
+        request = _Request(day, list(events))
+        self._flush([request])
+        return request.done.result()
+
     def close(self) -> None:
         """Commit what is queued and stop the thread."""
         with self._lock:
@@ -192,7 +236,8 @@ class FeedbackCounter:
             return
         for r, n in zip(batch, counted, strict=True):
             if n < 0:
-                missing = next(e.article for e in r.events if e.article not in known)
+                names = (n for e in r.events for n in (e.article, e.item) if n)
+                missing = next(n for n in names if n not in known)
                 r.done.set_exception(NotFound(f"no article with id {missing!r}"))
             else:
                 self.committed += n
@@ -207,21 +252,71 @@ class FeedbackCounter:
         "database is locked" when another process (another worker's counter) committed in
         between, where a write-only one waits its turn.
         """
-        names = sorted({e.article for r in batch for e in r.events})
+        names = sorted({n for r in batch for e in r.events for n in (e.article, e.item) if n})
         with transaction(self.factory) as session:
             known = article_ids(session=session, external_ids=names)
+            pairs = _Pairs(self.cap, self.decay, self._listed(session, batch, known))
         counts: dict[CountKey, tuple[int, int]] = {}
         out = []
         for r in batch:
-            if any(e.article not in known for e in r.events):
+            if any(n not in known for e in r.events for n in (e.article, e.item) if n):
                 out.append(-1)  # nothing of it is counted
                 continue
             for e in r.events:
                 key = (r.day, known[e.article], e.variant, e.slot)
                 shown, clicked = counts.get(key, (0, 0))
                 counts[key] = (shown + (e.type == IMPRESSION), clicked + (e.type == CLICK))
+                if e.item is not None:
+                    pairs.add(r.day, known[e.article], known[e.item], e)
             out.append(len(r.events))
         if counts:
             with transaction(self.factory) as session:
                 add_counts(session=session, counts=counts)
+                add_pair_counts(session=session, counts=pairs.counts)
+                self._expire(session, batch[0].day)
         return out, known
+
+    def _listed(
+        self, session: Session, batch: list[_Request], known: dict[str, int]
+    ) -> dict[tuple[date, int], set[int]]:
+        """The items each list article of the batch has counted already on its day."""
+        wanted: dict[date, set[int]] = {}
+        for r in batch:
+            for e in r.events:
+                if e.item is not None and e.article in known:
+                    wanted.setdefault(r.day, set()).add(known[e.article])
+        listed: dict[tuple[date, int], set[int]] = {}
+        for day, sources in wanted.items():
+            found = items_listed(session=session, day=day, sources=sorted(sources))
+            listed.update({(day, s): items for s, items in found.items()})
+        return listed
+
+    def _expire(self, session: Session, day: date) -> None:
+        """At the first commit of a day: delete the engagement counters past every window."""
+        if self._expired_on == day:
+            return
+        drop_pairs_before(session=session, day=day - timedelta(days=self.keep_days))
+        self._expired_on = day
+
+
+@dataclass
+class _Pairs:
+    """The engagement counts of one commit, each list article held to ``cap`` items a day."""
+
+    cap: int
+    decay: float
+    listed: dict[tuple[date, int], set[int]]
+    counts: dict[PairKey, PairCounts] = field(default_factory=dict)
+
+    def add(self, day: date, source: int, item: int, event: Event) -> None:
+        if item == source:  # no list holds its own article
+            return
+        items = self.listed.setdefault((day, source), set())
+        if item not in items:
+            if len(items) >= self.cap:
+                return
+            items.add(item)
+        shown = event.type == IMPRESSION
+        n, c, x = self.counts.get((day, source, item), (0, 0, 0.0))
+        seen = examination(event.slot, self.decay) if shown else 0.0
+        self.counts[(day, source, item)] = (n + shown, c + (event.type == CLICK), x + seen)

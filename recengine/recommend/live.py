@@ -101,6 +101,7 @@ class LiveIndex:
     ) -> None:
         self.settings = settings
         self.factory = factory
+        self.background = background
         self.follower = related_follower(settings, background=background)
         self.dense = dense_follower(settings, background=background)
 

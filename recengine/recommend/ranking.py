@@ -15,6 +15,11 @@ it tests, any of:
   and ``min_items`` (the fallback), each replacing the ``related`` setting of that name (0
   turns it off for the variant). ``recengine report`` names each variant's parameters beside
   its CTR (:meth:`Ranking.describe`), so a variant testing freshness reads as such.
+* readers' signals (``recommend.signals``): ``engagement_weight`` (the bounded boost of an
+  item by its readers' clicks), ``coread_weight`` (the co-read part) and ``explore_share`` (the
+  share of slots that explore), each replacing the ``related.*`` setting of that name; a
+  variant that sets one is how its effect on clicks is measured (``recengine report``
+  compares each variant's CTR with the first's).
 
 Assignment: a list asked for with a split key (a reader id, else a session id) gets the
 variant at ``u = sha256(experiment name + key)`` read as a fraction in [0, 1), each variant
@@ -34,10 +39,11 @@ from itertools import accumulate
 
 import numpy as np
 
-from recengine.config import ExperimentSettings, Settings
+from recengine.config import ExperimentSettings, RelatedSettings, Settings
 from recengine.index.related.segment import NO_LABEL, gather_ranges
 from recengine.index.related.view import Hits, IndexView
 from recengine.recommend.lists.curation import take
+from recengine.recommend.signals.scoring import Weights
 
 PARTS = ("cosine", "category", "tags")
 DEFAULT_WEIGHTS = (("cosine", 1.0),)
@@ -56,6 +62,9 @@ class Ranking:
     half_life_days: float | None = None
     diversity: float | None = None
     min_items: int | None = None
+    engagement_weight: float | None = None
+    coread_weight: float | None = None
+    explore_share: float | None = None
 
     @property
     def blended(self) -> bool:
@@ -66,12 +75,28 @@ class Ranking:
         when nothing)."""
         named = [
             (n, getattr(self, n))
-            for n in ("k", "min_score", "candidates", "half_life_days", "diversity", "min_items")
+            for n in (
+                "k", "min_score", "candidates", "half_life_days", "diversity", "min_items",
+                "engagement_weight", "coread_weight", "explore_share",
+            )
         ]
         out = [f"{n}={v:g}" for n, v in named if v is not None]
         if self.blended:
             out.append("weights: " + ", ".join(f"{p}={w:g}" for p, w in self.weights))
         return ", ".join(out) or "as configured"
+
+    def signals(self, related: RelatedSettings) -> Weights:
+        """The weights of readers' signals in this variant's lists (the settings' where the
+        variant sets none)."""
+
+        def pick(mine: float | None, default: float) -> float:
+            return default if mine is None else mine
+
+        return Weights(
+            pick(self.engagement_weight, related.engagement_weight),
+            pick(self.coread_weight, related.coread_weight),
+            pick(self.explore_share, related.explore_share),
+        )
 
 
 class Variants:
@@ -94,6 +119,9 @@ class Variants:
                 v.half_life_days,
                 v.diversity,
                 v.min_items,
+                v.engagement_weight,
+                v.coread_weight,
+                v.explore_share,
             )
             for name, v in named.items()
         )
@@ -113,6 +141,11 @@ class Variants:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(r.name for r in self.rankings)
+
+    def described(self) -> dict[str, str]:
+        """What each variant changes, in words (``Ranking.describe``), by name: what
+        ``recengine report`` shows beside its CTR."""
+        return {r.name: r.describe() for r in self.rankings}
 
     def by_name(self, name: str) -> Ranking | None:
         return next((r for r in self.rankings if r.name == name), None)

@@ -85,6 +85,7 @@ from recengine.recommend.signals.diversity import diversify_kept
 from recengine.recommend.signals.fallback import Anchor, Filled, Need, fill
 from recengine.recommend.signals.freshness import decay
 from recengine.recommend.signals.params import SignalParams
+from recengine.recommend.signals.scoring import ListSignals, Signals
 from recengine.storage.rows.index_source import briefs, query_article
 from recengine.storage.state import read_state
 
@@ -129,6 +130,7 @@ class RelatedArticles:
         self.criterion = DuplicateCriterion.from_settings(settings)
         self.variants = Variants.from_settings(settings)
         self.overrides = OverridePresence()
+        self.signals = Signals(settings, factory=index.factory if index.background else None)
 
     def related(
         self,
@@ -176,7 +178,7 @@ class RelatedArticles:
         r = self.settings.related
         article_id = check_id(article_id)
         ranking = self.variants.assign(split_by)
-        signals = SignalParams.of(r, ranking.half_life_days, ranking.diversity, ranking.min_items)
+        params = SignalParams.of(r, ranking.half_life_days, ranking.diversity, ranking.min_items)
         k = check_int(r.default_k if k is None else k, "k", 1, r.max_k)
         k = k if ranking.k is None else min(ranking.k, r.max_k)
         offset = check_int(offset, "offset", 0, r.max_offset)
@@ -189,20 +191,21 @@ class RelatedArticles:
         blocked = sorted(curation.blocked_with(query.id))
         row_filter = to_row_filter(session, parsed, exclude=[query.id, *blocked])
         pinned = curation.without_excluded(session, pinned_hits(snap, query, curation, row_filter))
-        lists = _Lists(snap, query, curation, ranking, pinned, signals)
+        readers = self.signals.of_list(session, query.id, ranking.signals(r))
+        page = _Page(floor, k, split_by)
+        lists = _Lists(snap, query, curation, ranking, pinned, params, readers, page)
         ranked_filter = replace(
             row_filter, exclude_ids=np.union1d(row_filter.exclude_ids, pinned.ids)
         )
-        hits, picked, factors = self._ranked(
-            session, lists, ranked_filter, signals.wanted(offset, k)
-        )
+        ranked = self._ranked(session, lists, ranked_filter, params.wanted(offset, k))
+        hits, picked = ranked.hits, ranked.picked
         picked, dropped = under_floor(hits, picked, floor, offset, k, exempt=len(pinned))
         pins_kept = sum(1 for i in picked.kept if i < len(pinned))  # they stay first
         picked = diversify_kept(
-            snap.view, hits, picked, signals.diversity, signals.diversity_candidates, pins_kept
+            snap.view, hits, picked, params.diversity, params.diversity_candidates, pins_kept
         )
         filled = self._filled(session, lists, hits, picked, row_filter)
-        body = self._body(session, snap, query, filled, offset, k, len(pinned), factors)
+        body = self._body(session, snap, query, filled, offset, k, len(pinned), ranked)
         body["floor"] = {"min_score": floor, "dropped": dropped}
         body["variant"] = ranking.name
         return Answer(body, snap.version, snap.seq)
@@ -217,10 +220,11 @@ class RelatedArticles:
 
     def _ranked(
         self, session: Session, lists: _Lists, row_filter: RowFilter, wanted: int
-    ) -> tuple[Hits, Picked, dict[int, float]]:
-        """The pins, then candidates of both sources best first, the ones kept after
-        suppression (``wanted`` at most), and the freshness factor of each decayed candidate
-        by id (none without ``half_life_days``)."""
+    ) -> _Ranked:
+        """The pins, then candidates of every source best first, the ones kept after
+        suppression (``wanted`` at most), the freshness factor of each decayed candidate by id
+        (none without ``half_life_days``) and what readers' signals gave each item
+        (``recommend.signals.scoring``)."""
         snap, query, ranking = lists.snap, lists.query, lists.ranking
         r = self.settings.related
         n = max(ranking.candidates or r.candidates, 3 * wanted)
@@ -241,24 +245,31 @@ class RelatedArticles:
                 query.id,
                 dense,
             )
+            q = (query.vector.hashes, query.vector.weights)
+            found = self.signals.with_coreads(lists.readers, snap.view, found, q, row_filter, dense)
             if ranking.blended:
                 category = label_hash(query.category) if query.category else 0
                 found = blend(snap.view, found, ranking.weights, category, label_hashes(query.tags))
-            if lists.signals.half_life_days > 0:
-                decayed = decay(snap.view, found, query.published, lists.signals.half_life_days)
+            if lists.params.half_life_days > 0:
+                decayed = decay(snap.view, found, query.published, lists.params.half_life_days)
                 found, factors = decayed.hits, decayed.factor_of
-            hits = concat(lists.pinned, lists.curation.without_excluded(session, found))
+            page = lists.page
+            ranked_k = max(page.k - len(lists.pinned), 0)  # the first page's unpinned places
+            scored = self.signals.rescore(
+                lists.readers, found, floor=page.floor, k=ranked_k, key=page.key
+            )
+            hits = concat(lists.pinned, lists.curation.without_excluded(session, scored.hits))
             picked = self._pick(session, snap, hits, query, wanted, lists, texts)
             if len(picked.kept) >= wanted or exhausted:
                 break
             n *= GROWTH
-        return hits, picked, factors
+        return _Ranked(hits, picked, factors, scored.reasons)
 
     def _filled(
         self, session: Session, lists: _Lists, hits: Hits, picked: Picked, row_filter: RowFilter
     ) -> Filled:
         """The list filled up to ``min_items`` (``recommend.signals.fallback``)."""
-        s, query = lists.signals, lists.query
+        s, query = lists.params, lists.query
         if len(picked.kept) >= s.min_items:
             return Filled(hits, picked, {})
         anchor = Anchor(query.id, query.fingerprint, query.vector, query.category)
@@ -320,7 +331,7 @@ class RelatedArticles:
         offset: int,
         k: int,
         n_pinned: int,
-        factors: dict[int, float],
+        ranked: _Ranked,
     ) -> dict[str, Any]:
         hits, picked = filled.hits, filled.picked
         page = picked.kept[offset : offset + k]
@@ -341,10 +352,12 @@ class RelatedArticles:
             vec = snap.view.vector(int(hits.part[i]), int(hits.row[i]))
             # NaN: a pin, scored by the TF-IDF cosine alone (curation.concat)
             dense = None if hits.dense is None or np.isnan(hits.dense[i]) else float(hits.dense[i])
-            factor = factors.get(int(hits.ids[i])) if i >= n_pinned else None
+            factor = ranked.factors.get(int(hits.ids[i])) if i >= n_pinned else None
             reasons = self.reasons(query, row, *vec, dense=dense, factor=factor)
             if i < n_pinned:
                 reasons["pinned"] = True
+            else:
+                reasons.update(ranked.gave.get(int(hits.ids[i]), {}))
             items.append(item(row, float(hits.scores[i]), reasons))
         cuts = [(int(hits.ids[s.position]), s.reason) for s in shown]
         suppressed = cut_entries(session, cuts, external)
@@ -403,7 +416,30 @@ class _Lists:
     curation: Curation
     ranking: Ranking
     pinned: Hits
-    signals: SignalParams
+    params: SignalParams
+    readers: ListSignals
+    page: _Page
+
+
+@dataclass(frozen=True)
+class _Page:
+    """What the readers' signals' step needs of the request: the floor, the page's length and
+    the split key."""
+
+    floor: float
+    k: int
+    key: str | None
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """A list's candidates (pins first), the ones kept after suppression, and what the
+    signals did to them: freshness factors and readers' signals' reasons, by id."""
+
+    hits: Hits
+    picked: Picked
+    factors: dict[int, float]
+    gave: dict[int, Reasons]
 
 
 def pinned_hits(snap: Snapshot, query: Query, curation: Curation, row_filter: RowFilter) -> Hits:

@@ -22,7 +22,7 @@ from recengine.storage.db import describe_url
 if TYPE_CHECKING:
     from alembic.config import Config
 
-SCHEMA_HEAD = "0011"
+SCHEMA_HEAD = "0012"
 """The revision of the newest migration in ``migrations/versions``: the schema this code needs
 (``tests/storage/test_storage.py`` checks it is what Alembic finds there)."""
 VERSION_TABLE = "alembic_version"

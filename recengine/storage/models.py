@@ -27,6 +27,10 @@ Tables:
 * ``feedback_counts``: what readers did with related lists, as daily counters per list
   article, variant and slot (``storage.rows.feedback``): rows are bounded by days x live articles x
   variants x slots, whatever the traffic.
+* ``engagement_counts``: impressions, clicks and examinations (impressions weighed by the
+  chance their slot was looked at) of an item in a list article's list, per day
+  (``storage.rows.engagement``): at most ``feedback.max_items_per_list`` items per list
+  article a day (per writing process), kept ``signals.engagement_days``.
 """
 
 from __future__ import annotations
@@ -241,3 +245,19 @@ class FeedbackCount(Base):
     slot: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
     impressions: Mapped[int] = mapped_column(BigInteger, default=0)
     clicks: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class EngagementCount(Base):
+    __tablename__ = "engagement_counts"
+
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    source_id: Mapped[int] = mapped_column(
+        BigIntKey, ForeignKey("articles.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    item_id: Mapped[int] = mapped_column(
+        BigIntKey, ForeignKey("articles.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    impressions: Mapped[int] = mapped_column(BigInteger, default=0)
+    clicks: Mapped[int] = mapped_column(BigInteger, default=0)
+    # sum over the impressions of their slot's examination probability (pipeline.feedback)
+    examined: Mapped[float] = mapped_column(Float, default=0.0)

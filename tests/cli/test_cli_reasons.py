@@ -7,6 +7,7 @@ holds every producer to): a new kind without a text printer, or without a sample
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,11 @@ from recengine.cli import main
 from recengine.cli.context import CliContext
 from recengine.cli.output import REASON_TEXT, print_ranked, reason_lines
 from recengine.config import Settings
+from recengine.pipeline.feedback import CLICK, Event, FeedbackCounter
 from recengine.recommend.lists.reasons import REASON_KINDS
 from tests.factories import javaguide_records, write_jsonl
+
+TODAY = datetime.now(UTC).date()
 
 # One telling value of each kind (what the text must show of it).
 SAMPLES: dict[str, tuple[Any, str]] = {
@@ -32,13 +36,17 @@ SAMPLES: dict[str, tuple[Any, str]] = {
     "fresh": (True, "new: among the newest articles"),
     "freshness": (0.7071, "freshness: score x 0.7071 for its age"),
     "fallback": ("newest", "filling a short list: among the newest of its category"),
+    "coread": (0.0421, "readers of this also read it: 0.0421"),
+    "engagement": (-0.0123, "readers' clicks: -0.0123"),
+    "explore": (True, "exploring: shown to learn how readers take it"),
 }
 
 
 def test_the_kinds_are_the_producers_and_every_one_has_a_sample() -> None:
     assert set(REASON_KINDS) == {
         "shared_terms", "dense", "same_category", "shared_tags", "pinned",
-        "because_you_read", "interest_share", "fresh", "freshness", "fallback",
+        "because_you_read", "interest_share", "fresh", "freshness", "fallback", "coread",
+        "engagement", "explore",
     }  # fmt: skip
     assert set(SAMPLES) == set(REASON_KINDS), "a new reason kind: add its sample and printer"
 
@@ -76,10 +84,22 @@ def test_every_list_and_feed_prints_its_reasons(
     """The reasons real lists carry, through the commands: fresh (a reader with no history),
     because_you_read and interest_share, pinned in a list and in a feed, shared terms, dense,
     category and tags, freshness (a half-life set, dated articles) and fallback (an article
-    with nothing related, min_items set). Every kind is met, and printed in both formats."""
+    with nothing related, min_items set); readers' signals (co-reads, engagement, exploration)
+    where the settings weigh them. Every kind is met, and printed in both formats."""
     runner = CliRunner()
-    related = {"half_life_days": 30.0, "min_items": 3}
-    settings = settings.model_copy(update={"related": settings.related.model_copy(update=related)})
+    related = {
+        "half_life_days": 30.0,
+        "min_items": 3,
+        "coread_weight": 0.3,
+        "engagement_weight": 0.3,
+        "explore_share": 0.5,
+    }
+    settings = settings.model_copy(
+        update={
+            "related": settings.related.model_copy(update=related),
+            "signals": settings.signals.model_copy(update={"refresh_s": 0.0}),
+        }
+    )
 
     def run(*args: str) -> Any:
         result = runner.invoke(main, list(args), obj=CliContext(settings))
@@ -96,14 +116,13 @@ def test_every_list_and_feed_prints_its_reasons(
     run("ingest", str(write_jsonl(tmp_path / "a.jsonl", records)))
     run("override", "add", "pin", ids[0], ids[29], "--by", "ed")
     run("events", "reader", ids[0], ids[1])
+    run("events", "another", ids[0], ids[1])  # two reader-days read both: co-read
+    counter = FeedbackCounter(settings, CliContext(settings).factory, ["default"])
+    counter.commit([Event(CLICK, i, "default", 0, ids[2]) for i in ids[:6] if i != ids[2]], TODAY)
 
     met: set[str] = set()
-    for command in (
-        ["feed", "nobody"],
-        ["feed", "reader"],
-        ["related", ids[0]],
-        ["related", "lone"],
-    ):
+    lists = [["related", i] for i in ids[:6]]  # one at least explores below its page
+    for command in (["feed", "nobody"], ["feed", "reader"], ["related", "lone"], *lists):
         body = json.loads(run(*command, "--format", "json"))
         text = run(*command)
         assert body["items"], command

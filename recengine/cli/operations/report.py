@@ -66,7 +66,7 @@ def report(ctx: CliContext, output: Path, sample: int, days: int, site: str | No
         sample=sample,
         variants=variants.names,
         days=days,
-        described={r.name: r.describe() for r in variants.rankings},
+        described=variants.described(),
     )
     page = write_report(data, output, site)
     click.echo(

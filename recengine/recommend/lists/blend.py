@@ -70,20 +70,25 @@ def ranked(
         np.concatenate((sparse.scores, more.scores)),
         np.concatenate((sparse.fingerprints, more.fingerprints)),
     )
-    _, vectors = dense.index.lookup(both.ids)
+    return blended(both, dense), exhausted
+
+
+def blended(hits: Hits, dense: DenseQuery | None) -> Hits:
+    """Hits scored by the TF-IDF cosine alone (``IndexView.score``) scored by the blend of both
+    parts (as is without a dense part), best first."""
+    if dense is None:
+        return hits
+    _, vectors = dense.index.lookup(hits.ids)
     share = dense.weight * dots(vectors, dense.vector.astype(np.float64))
-    scores = (1.0 - dense.weight) * both.scores + share
-    order = np.lexsort((both.ids, -scores))
-    return (
-        Hits(
-            both.part[order],
-            both.row[order],
-            both.ids[order],
-            scores[order],
-            both.fingerprints[order],
-            share[order],
-        ),
-        exhausted,
+    scores = (1.0 - dense.weight) * hits.scores + share
+    order = np.lexsort((hits.ids, -scores))
+    return Hits(
+        hits.part[order],
+        hits.row[order],
+        hits.ids[order],
+        scores[order],
+        hits.fingerprints[order],
+        share[order],
     )
 
 

@@ -24,6 +24,12 @@ Kinds:
 * ``fallback``: related lists: the item fills a list shorter than ``related.min_items``
   (``recommend.signals.fallback``), taken from the article's category by ``"newest"`` or
   ``"most_clicked"`` (score 0: it was not ranked).
+* ``coread``: readers of the list's article also read this one: the co-read part's share of the
+  score (``recommend.signals.coreads``);
+* ``engagement``: the share of the score its readers' clicks gave (negative: clicked less often
+  than the site's average; ``recommend.signals.engagement``);
+* ``explore``: placed in one of the list's exploring slots rather than by its score
+  (``recommend.signals.exploration``).
 """
 
 from __future__ import annotations
@@ -44,6 +50,9 @@ class Reasons(TypedDict, total=False):
     fresh: bool
     freshness: float
     fallback: str
+    coread: float
+    engagement: float
+    explore: bool
 
 
 REASON_KINDS: tuple[str, ...] = tuple(get_type_hints(Reasons))

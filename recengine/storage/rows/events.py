@@ -7,11 +7,11 @@ and slot), so deleting a reader's rows here erases every trace of the reader in 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, delete, select
+from sqlalchemy import Row, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -83,6 +83,36 @@ def events_of(
         .order_by(ReaderEvent.id)
         .limit(limit)
     ).all()
+
+
+def reads_between(
+    *, session: Session, since: datetime, until: datetime | None = None, batch: int = 10_000
+) -> Iterator[tuple[str, datetime, int]]:
+    """Every stored event at ``since`` or later (and before ``until``, when given), by reader
+    then time: ``(user_id, at, article_id)``, streamed ``batch`` rows at a time (the co-reads
+    of ``recommend.signals.coreads``: no reader id leaves the caller's memory)."""
+    query = select(ReaderEvent.user_id, ReaderEvent.at, ReaderEvent.article_id).where(
+        ReaderEvent.at >= since
+    )
+    if until is not None:
+        query = query.where(ReaderEvent.at < until)
+    query = query.order_by(ReaderEvent.user_id, ReaderEvent.at, ReaderEvent.id)
+    for user_id, at, article_id in session.execute(query.execution_options(yield_per=batch)):
+        yield user_id, at, int(article_id)
+
+
+def last_event_id(*, session: Session) -> int:
+    """The largest event id stored (0: none)."""
+    return int(session.scalar(select(func.max(ReaderEvent.id))) or 0)
+
+
+def any_event_after(*, session: Session, after_id: int, before: datetime) -> bool:
+    """Whether an event with an id above ``after_id`` is stamped before ``before`` (reads sent
+    late, or imported with their times: they change days already summarised)."""
+    found = session.scalars(
+        select(ReaderEvent.id).where(ReaderEvent.id > after_id, ReaderEvent.at < before).limit(1)
+    )
+    return found.first() is not None
 
 
 def delete_reader_events(*, session: Session, user_id: str) -> int:

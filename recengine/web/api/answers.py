@@ -26,7 +26,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from flask import request
 
 from recengine.errors import RecengineError
 from recengine.recommend.answers import AnswerCache, drop, follow
+from recengine.recommend.signals.scoring import answers_epoch
 from recengine.web.api.auth import check_key
 from recengine.web.api.paths import PREFIX
 
@@ -132,6 +133,8 @@ class CachedReads:
         services.index.follower.listen(lambda step: follow(caches, step))
         # answers also depend on the dense part, which follows SQL beside the related index
         services.index.dense.listen(lambda step: drop(caches, step))
+        # of readers' signals, as the answers stored hold them (_expire)
+        self._epoch: Hashable = answers_epoch(settings, time.time())
         scope = "public" if settings.web.public_reads else "private"
         c = settings.cache
         self.cache_control = (
@@ -146,6 +149,7 @@ class CachedReads:
         environ[OBSERVED_KEY] = True
         key = (environ.get("RAW_URI") or _target(environ), environ.get("HTTP_ORIGIN", ""))
         cache = self.caches[op]
+        self._expire()
         position = self._position(environ)  # the indexes caught up (their steps reset first)
         generation = cache.generation  # a reset while the answer is computed drops it
         if position is not None:
@@ -196,7 +200,18 @@ class CachedReads:
         if position is None:
             return None
         version, seq = position
+        self._expire()
         return self.caches[op].get(key, version=version, seq=seq, count_miss=False)
+
+    def _expire(self) -> None:
+        """Forget the answers when the readers' signals they weighed have moved on: lists
+        ranked with clicks, co-reads or exploration are kept one refresh of those signals'
+        summaries (``recommend.signals.scoring.answers_epoch``; never, without them)."""
+        epoch = answers_epoch(self.services.settings, time.time())
+        if epoch != self._epoch:
+            self._epoch = epoch
+            for cache in self.caches.values():
+                cache.clear()
 
     def _position(self, environ: WSGIEnvironment) -> tuple[int, int] | None:
         """The index's ``(version, seq)`` once caught up (None: no answer may come from the

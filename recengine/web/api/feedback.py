@@ -32,15 +32,17 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 def events_of(body: FeedbackIn) -> list[Event]:
-    return [Event(e.type, e.article, e.variant, e.slot) for e in body.events()]
+    return [Event(e.type, e.article, e.variant, e.slot, e.item) for e in body.events()]
 
 
 def count_feedback() -> FeedbackCounted:
     """Count what readers did with a related list: impressions (the list was seen, one event
-    per slot shown) and clicks, under the list's variant and slot.
+    per slot shown) and clicks, under the list's variant and slot, and of the item in it when
+    the event names it.
 
-    Counted per day, list article, variant and slot (no cookie, no reader id, nothing
-    personal is stored). Answered once committed. Rate limited per client address (429).
+    Counted per day, list article, variant and slot, and per day, list article and item (no
+    cookie, no reader id, nothing personal is stored). Answered once committed. Rate limited
+    per client address (429).
     """
     counter = services().feedback
     future = counter.submit(events_of(validated_body(FeedbackIn)), request.remote_addr or "")

@@ -142,6 +142,12 @@ class FeedbackEvent(BaseModel):
     article: ExternalId = Field(description="The article whose related list it was.")
     variant: str = Field(min_length=1, max_length=64)
     slot: int = Field(ge=0, description="0-based position of the item in the list.")
+    item: ExternalId | None = Field(
+        None,
+        description="The article shown (or clicked) in that slot: counted for it in that list "
+        "too, which ranks lists by their readers' clicks (related.engagement_weight). "
+        "Optional: without it only the list's slot counters count the event.",
+    )
 
 
 _FeedbackEvent = FeedbackEvent
