@@ -133,4 +133,4 @@ def test_report_shows_each_variants_ranking_and_its_ctr_against_the_control(
     assert result.exit_code == 0, result.output
     assert "clicks vs control: CTR difference +2.50%" in result.output
     page = (out / "index.html").read_text("utf-8")
-    assert "engagement_weight 0.5, explore_share 0.2" in page and "as configured" in page
+    assert "engagement_weight=0.5, explore_share=0.2" in page and "as configured" in page
