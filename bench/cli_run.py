@@ -156,7 +156,9 @@ def main() -> None:
         seconds = recengine(folder, "ingest", str(data))
         record("first ingest into an empty database (fits the model)", seconds)
         for workers in args.workers:  # the database holds the corpus only
-            seconds = recengine(folder, "reindex", "--workers", str(workers), "--no-resume")
+            seconds = recengine(
+                folder, "reindex", "--workers", str(workers), "--force", "--no-resume"
+            )
             record(f"full reindex, --workers {workers}", seconds)
         for workers in [] if args.no_steady else args.workers:
             folder = root / f"steady{workers}"

@@ -79,7 +79,7 @@ def main() -> None:
         before = load()
         start = time.perf_counter()
         subprocess.run(
-            [*profiled, "--workers", str(args.workers), "--no-resume"],
+            [*profiled, "--workers", str(args.workers), "--force", "--no-resume"],
             env=env,
             check=True,
             capture_output=True,

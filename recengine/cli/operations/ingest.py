@@ -129,7 +129,7 @@ def _settle(ctx: CliContext) -> None:
 
     if needs_first_model(ctx.factory):
         click.echo("no IDF model yet: fitting the first one on the stored articles", err=True)
-        reindex_cmd.run(ctx)
+        reindex_cmd.run(ctx, force=True)
     elif (version := finish_after_switch(ctx.factory, ctx.featurizer)) is not None:
         click.echo(
             f"finished the reindex interrupted after its switch to IDF model version {version}: "

@@ -7,6 +7,7 @@ ten seconds (``cli.progress``). The summary line goes to standard output.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,8 +26,11 @@ def run(
     incremental: bool = False,
     workers: int | None = None,
     resume: bool = True,
+    force: bool = False,
 ) -> ReindexResult:
-    """Reindex locally with a progress bar; print and return the summary."""
+    """Reindex locally with a progress bar; print and return the summary. A full reindex
+    whose result would be the active model (nothing changed since its fit, same settings)
+    does nothing and says why, unless ``force``."""
     from recengine.cli.operations.reindex_output import echo_result
     from recengine.cli.progress import PhaseProgress
     from recengine.pipeline.reindex.full import reindex as run_reindex
@@ -42,8 +46,8 @@ def run(
     )
     try:
         with pool:
-            engine = reindex_incremental if incremental else run_reindex
-            result = engine(
+            engine = partial(
+                reindex_incremental if incremental else partial(run_reindex, if_stale=not force),
                 factory=ctx.factory,
                 featurizer=ctx.featurizer,
                 batch_size=settings.reindex.batch_size,
@@ -51,6 +55,7 @@ def run(
                 pool=pool,
                 resume=resume,
             )
+            result = engine()
     finally:
         bar.close()
     echo_result(result)
@@ -83,6 +88,13 @@ def run(
     show_default=True,
     help="Continue an interrupted reindex, or discard it and start over.",
 )
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Rebuild even when the active model is up to date (no article changed since its fit, "
+    "same settings), which is otherwise reported and left as it is (the Spark engine always "
+    "rebuilds: its --input may hold other texts).",
+)
 @click.option("--master", default=None, help="Spark master (default: spark.master).")
 @click.option(
     "--input",
@@ -98,6 +110,7 @@ def reindex(
     incremental: bool,
     workers: int | None,
     resume: bool,
+    force: bool,
     master: str | None,
     input_path: Path | None,
 ) -> None:
@@ -105,6 +118,8 @@ def reindex(
 
     Readers keep using the previous model until the new one is complete; an interrupted
     reindex (Ctrl-C, kill -9) changes nothing they see and is resumed by running it again.
+    When nothing changed since the active model was fitted, with the same settings, there is
+    nothing to rebuild: it says so and exits 0 (--force rebuilds anyway).
     """
     if engine == "spark":
         if incremental:
@@ -115,4 +130,8 @@ def reindex(
         return
     if master or input_path:
         raise click.UsageError("--master and --input are for --engine spark")
-    run(ctx, incremental=incremental, workers=workers, resume=resume)
+    if force and incremental:
+        raise click.UsageError(
+            "--force is for a full reindex (--incremental recomputes only what changed)"
+        )
+    run(ctx, incremental=incremental, workers=workers, resume=resume, force=force)

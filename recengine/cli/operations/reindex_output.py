@@ -9,6 +9,12 @@ from recengine.pipeline.reindex.versions import ReindexResult
 
 
 def echo_result(result: ReindexResult) -> None:
+    if result.mode == "current":
+        click.echo(
+            f"up to date, nothing done: {result.reason} (`recengine reindex --force` rebuilds "
+            "anyway)"
+        )
+        return
     if result.mode == "incremental":
         click.echo(
             f"incremental reindex: {result.recomputed} changed articles recomputed under IDF "

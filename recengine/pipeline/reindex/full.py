@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -58,6 +59,7 @@ from recengine.pipeline.reindex.versions import (
     database_name,
     drop_stale_versions,
     fit_params,
+    freshness,
     store_features,
 )
 from recengine.storage.db import transaction
@@ -83,9 +85,14 @@ def reindex(
     data_dir: Path | None = None,
     resume: bool = True,
     dedup: Deduplicator | None = None,
+    if_stale: bool = False,
 ) -> ReindexResult:
     """Rebuild the IDF model, all features and the near-duplicate clusters; switch readers to
     them atomically and publish the new version's index files.
+
+    With ``if_stale``, only when the active model is not what the rebuild would make
+    (``versions.freshness``) or an interrupted reindex waits: otherwise nothing is done and
+    the result says why (``mode="current"``); a rebuild's result says why it ran.
 
     Args:
         factory: session factory.
@@ -96,6 +103,7 @@ def reindex(
         data_dir: where the job state lives (default: ``settings.data_dir``).
         resume: continue an interrupted reindex of the same database and settings.
         dedup: cluster maintenance (built from the featurizer's settings when omitted).
+        if_stale: rebuild only what is not up to date (see above).
 
     Raises:
         ReindexBusy: another reindex is running on the same data directory.
@@ -109,7 +117,17 @@ def reindex(
         data_dir=data_dir,
         dedup=dedup,
     ) as run:
-        return _full(run, resume)
+        if not if_stale:
+            return _full(run, resume)
+        fresh = freshness(run.factory, run.featurizer.settings)
+        why = fresh.why
+        if fresh.current and fresh.version is not None:
+            if run.jobs.load() is None:
+                return ReindexResult(
+                    fresh.version, fresh.n_docs, fresh.n_terms, 0, mode="current", reason=why
+                )
+            why = "an unfinished reindex was there"
+        return replace(_full(run, resume), reason=why)
 
 
 def _full(run: ReindexRun, resume: bool) -> ReindexResult:
@@ -123,7 +141,7 @@ def _full(run: ReindexRun, resume: bool) -> ReindexResult:
                 payload=model.to_bytes(),
                 n_docs=model.n_docs,
                 n_terms=len(model.df),
-                params=fit_params(job.params, job.start_seq, job.engine),
+                params=fit_params(run.featurizer.settings, job.start_seq, job.engine),
                 now=datetime.now(UTC),
             )
         job.extra["spool_bytes"] = run.jobs.spool_size()

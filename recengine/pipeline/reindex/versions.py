@@ -1,23 +1,30 @@
-"""Features under a new IDF model version, what a reindex reports, and the removal of old
-versions: shared by every engine (the switch itself is ``pipeline.reindex.switch``)."""
+"""Features under a new IDF model version, what a reindex reports, whether the active version
+is what a reindex would make now, and the removal of old versions: shared by every engine (the
+switch itself is ``pipeline.reindex.switch``)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Any, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from recengine.config import Settings
 from recengine.features.tfidf import IdfModel
-from recengine.pipeline.featurize import FeatureRow
+from recengine.pipeline.featurize import FeatureRow, model_params
 from recengine.pipeline.reindex.pool import AnalysisPool, Item
 from recengine.storage.db import transaction
+from recengine.storage.rows.articles import count_changed
 from recengine.storage.rows.clusters import delete_version
 from recengine.storage.rows.features import (
     delete_features,
     delete_model,
+    model_summary,
     model_versions,
     replace_features,
     texts_without_features,
@@ -89,9 +96,109 @@ def database_name(factory: sessionmaker[Session]) -> str:
         return read_state(session=session).database_id
 
 
-def fit_params(settings_params: dict[str, Any], seq: int, engine: str) -> dict[str, Any]:
-    """Stored model params: the feature settings, plus when and how the model was fitted."""
-    return {**settings_params, "fit": {"seq": seq, "indexed_seq": seq, "engine": engine}}
+def fit_params(settings: Settings, seq: int, engine: str) -> dict[str, Any]:
+    """Stored model params: the feature settings (``model_params``), plus when and how the
+    model was fitted, with what else the reindex's output depends on (:func:`made_with`)."""
+    fit = {"seq": seq, "indexed_seq": seq, "engine": engine, "made_with": made_with(settings)}
+    return {**model_params(settings), "fit": fit}
+
+
+def made_with(settings: Settings) -> dict[str, Any]:
+    """What a full reindex's output depends on beyond the model's own settings: the clusters'
+    rule (``features.hamming_k``, ``[neardup]``; ``list_text_cosine`` is read by lists, not by
+    clustering), the dense part's fit (``[dense]``'s fit settings; its index settings are the
+    index files' own, checked when a file is loaded), the contents of the stopword and user
+    dictionary files (the settings name only their paths), and recengine's version (an upgrade
+    may analyse text differently)."""
+    t, d = settings.tokenizer, settings.dense
+    neardup = settings.neardup.model_dump(exclude={"list_text_cosine"})
+    dense = ("dims", "min_articles", "articles_per_dim", "sample", "max_terms", "power_iterations")
+    return {
+        "recengine": _recengine_version(),
+        "files": {"stopwords": _digest(t.stopwords, "builtin"), "user_dict": _digest(t.user_dict)},
+        "neardup": {**neardup, "hamming_k": settings.features.hamming_k},
+        "dense": {name: getattr(d, name) for name in dense},
+    }
+
+
+def _recengine_version() -> str:
+    try:
+        return package_version("recengine")
+    except PackageNotFoundError:  # a source tree on PYTHONPATH, never installed
+        return "unknown"
+
+
+def _digest(path: str, *builtin: str) -> str:
+    """A file's SHA-256 (first 16 hex digits); ``path`` itself when it names no file."""
+    if not path or path in builtin:
+        return path
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return f"unreadable: {path}"  # the tokenizer will say why; never "unchanged"
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """Whether the active model is what a full reindex would make now (``current``), and why.
+
+    ``version``, ``n_docs`` and ``n_terms`` describe the active model when there is one.
+    """
+
+    current: bool
+    why: str
+    version: int | None = None
+    n_docs: int = 0
+    n_terms: int = 0
+
+
+def freshness(factory: sessionmaker[Session], settings: Settings) -> Freshness:
+    """Whether a full reindex now would make what the active model already is: no article
+    changed (stored, edited, deleted, re-clustered) since the change sequence it was fitted at,
+    and every setting the model and the reindex's output depend on (:func:`fit_params`) is the
+    same. Its IDF, vectors, fingerprints, clusters and dense part are then what a rebuild
+    would give (the reindex is deterministic given the articles and these settings)."""
+    with transaction(factory) as session:
+        version = read_state(session=session).active_model_version
+        if version is None:
+            return Freshness(False, "no IDF model yet")
+        n_docs, n_terms, params = model_summary(session=session, version=version)
+        fit = params.get("fit")
+        if not isinstance(fit, dict) or "seq" not in fit:
+            return Freshness(False, "the active model has no fit record")
+        seq = int(fit["seq"])
+        changed = count_changed(session=session, after_seq=seq)
+    if changed:
+        noun = "article" if changed == 1 else "articles"
+        return Freshness(False, f"{changed} {noun} changed since the fit at change {seq}")
+    if not isinstance(fit.get("made_with"), dict):
+        return Freshness(False, "the active model does not record every setting it was made with")
+    stored = _flat({**{k: v for k, v in params.items() if k != "fit"}, **fit["made_with"]})
+    wanted = _flat({**model_params(settings), **made_with(settings)})
+    differ = sorted(k for k in stored.keys() | wanted.keys() if stored.get(k) != wanted.get(k))
+    if differ:
+        shown = ", ".join(f"{k} {stored.get(k)!r} -> {wanted.get(k)!r}" for k in differ[:5])
+        more = f" and {len(differ) - 5} more" if len(differ) > 5 else ""
+        return Freshness(False, f"settings changed since the fit: {shown}{more}")
+    return Freshness(
+        True,
+        f"IDF model version {version} was fitted at change {seq} on {n_docs} articles with "
+        "these settings, and no article has changed since",
+        version,
+        n_docs,
+        n_terms,
+    )
+
+
+def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (lists kept whole)."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict) and value:
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
 
 def write_features(session: Session, version: int, rows: Sequence[tuple[int, FeatureRow]]) -> None:

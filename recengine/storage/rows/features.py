@@ -72,6 +72,16 @@ def save_model(
     return row.version
 
 
+def model_summary(*, session: Session, version: int) -> tuple[int, int, dict[str, Any]]:
+    """``(n_docs, n_terms, params)`` of a stored model, without its payload."""
+    row = session.execute(
+        select(IdfModelRow.n_docs, IdfModelRow.n_terms, IdfModelRow.params).where(
+            IdfModelRow.version == version
+        )
+    ).one()
+    return row.n_docs, row.n_terms, row.params
+
+
 def load_model_payload(*, session: Session, version: int) -> tuple[bytes, dict[str, Any]]:
     row = session.execute(
         select(IdfModelRow.payload, IdfModelRow.params).where(IdfModelRow.version == version)

@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.clusters.upkeep import Deduplicator
-from recengine.pipeline.featurize import Featurizer, Words, model_params
+from recengine.pipeline.featurize import Featurizer, Words
 from recengine.pipeline.reindex.new_words import discover
 from recengine.pipeline.reindex.pool import AnalysisPool
 from recengine.pipeline.reindex.run import reindex_run
@@ -149,7 +149,7 @@ def _fit_and_write(
                 payload=model.to_bytes(),
                 n_docs=model.n_docs,
                 n_terms=len(model.df),
-                params=fit_params(model_params(settings), start_seq, "spark"),
+                params=fit_params(settings, start_seq, "spark"),
                 now=datetime.now(UTC),
             )
         payload = model.to_bytes()
