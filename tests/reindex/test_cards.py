@@ -82,3 +82,23 @@ def test_an_article_written_meanwhile_keeps_its_writers_card(
     with factory() as session, session.begin():  # read at its seq: written
         write_cards(session=session, rows=[{"id": first.id, "seq": first.seq, **stale}])
     assert ("/old.png", "old", "0:1") in stored_cards(factory).values()
+
+
+def test_a_reindex_with_nothing_to_rebuild_still_derives_stale_cards(
+    factory: sessionmaker[Session],
+    featurizer: Featurizer,
+    data_dir: Path,
+    tmp_path: Path,
+    settings: Settings,
+    tokenizer: Tokenizer,
+) -> None:
+    """Cards are no part of the model: a full reindex that finds the model up to date (README's
+    sequence) still derives the cards a new summary length made stale, and nothing else."""
+    Ingester(factory, featurizer).ingest_records(javaguide_records(data_dir, 20))
+    reindex(factory=factory, featurizer=featurizer)
+    shorter = make_settings(tmp_path, settings.database_url, ingest={"summary_chars": 40})
+    result = reindex(factory=factory, featurizer=Featurizer(shorter, tokenizer), if_stale=True)
+    assert result.mode == "current"
+    found = stored_cards(factory)
+    assert {rule for _, _, rule in found.values()} == {card_rule(40)}
+    assert fill_cards(factory, shorter) == 0

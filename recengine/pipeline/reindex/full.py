@@ -123,6 +123,9 @@ def reindex(
         why = fresh.why
         if fresh.current and fresh.version is not None:
             if run.jobs.load() is None:
+                # cards are no part of the model: those stale by another summary_chars are
+                # derived all the same (nothing else is rebuilt)
+                fill_cards(run.factory, run.featurizer.settings, run.progress)
                 return ReindexResult(
                     fresh.version, fresh.n_docs, fresh.n_terms, 0, mode="current", reason=why
                 )
