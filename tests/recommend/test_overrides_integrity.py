@@ -22,17 +22,14 @@ from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.storage.models import Override
 from recengine.storage.state import read_state
-from tests.factories import javaguide_records
 from tests.overrides_helpers import add, listing, remove
 from tests.recommend.test_reader_data import _article as old_article
-from tests.recommend.test_related import ask, ids, loaded_service, repost
+from tests.recommend.test_related import ask, dated_records, ids, loaded_service, repost
 
 
 @pytest.fixture
 def corpus(data_dir: Path) -> list[dict[str, Any]]:
-    records = javaguide_records(data_dir, 30)
-    for i, r in enumerate(records):
-        r["published_at"] = f"2024-01-{1 + i % 28:02d}T08:00:00+00:00"
+    records = dated_records(data_dir, 30)
     return [*records, repost(records[0], 1)]
 
 

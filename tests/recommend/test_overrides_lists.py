@@ -15,16 +15,20 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.recommend.feed import ReaderFeeds
 from recengine.recommend.overrides import NewOverride
 from recengine.recommend.related import RelatedArticles
-from tests.factories import javaguide_records
 from tests.overrides_helpers import add, listing, remove
-from tests.recommend.test_related import ask, delete_article, ids, loaded_service, repost
+from tests.recommend.test_related import (
+    ask,
+    dated_records,
+    delete_article,
+    ids,
+    loaded_service,
+    repost,
+)
 
 
 @pytest.fixture
 def corpus(data_dir: Path) -> list[dict[str, Any]]:
-    records = javaguide_records(data_dir, 60)
-    for i, r in enumerate(records):
-        r["published_at"] = f"2024-01-{1 + i % 28:02d}T08:00:00+00:00"
+    records = dated_records(data_dir, 60)
     return [*records, repost(records[0], 1)]
 
 

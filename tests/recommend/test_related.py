@@ -66,11 +66,17 @@ def ask(service: RelatedArticles, factory: sessionmaker[Session], aid: str, **kw
         return service.related(aid, session=session, **kw)
 
 
-@pytest.fixture
-def corpus(data_dir: Path) -> list[dict[str, Any]]:
-    records = javaguide_records(data_dir, 60)
+def dated_records(data_dir: Path, n: int) -> list[dict[str, Any]]:
+    """The first ``n`` JavaGuide records, each dated a day of January 2024 (by its position)."""
+    records = javaguide_records(data_dir, n)
     for i, r in enumerate(records):
         r["published_at"] = f"2024-01-{1 + i % 28:02d}T08:00:00+00:00"
+    return records
+
+
+@pytest.fixture
+def corpus(data_dir: Path) -> list[dict[str, Any]]:
+    records = dated_records(data_dir, 60)
     return [*records, repost(records[0], 1), repost(records[0], 2), repost(records[5], 1)]
 
 
