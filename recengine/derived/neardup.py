@@ -104,6 +104,7 @@ class CanonicalKind(NearDupKind):
 
     name: ClassVar[str] = "canonicals"
     canonicals_only: ClassVar[bool] = True
+    reads_clusters: ClassVar[bool] = True
 
 
 def canonical_follower(settings: Settings) -> Follower[NearDupIndex]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from recengine.config import Settings
+from recengine.derived.briefs import BriefKind, brief_follower
 from recengine.derived.dense import DenseKind, dense_follower
 from recengine.derived.neardup import (
     CanonicalKind,
@@ -23,6 +24,7 @@ KINDS = (
     CanonicalKind.name,
     RelatedKind.name,
     DenseKind.name,
+    BriefKind.name,
 )
 
 
@@ -34,4 +36,5 @@ def followers(settings: Settings, *, background: bool = False) -> dict[str, Foll
         CanonicalKind.name: canonical_follower(settings),
         RelatedKind.name: related_follower(settings, background=background),
         DenseKind.name: dense_follower(settings, background=background),
+        BriefKind.name: brief_follower(settings, background=background),
     }

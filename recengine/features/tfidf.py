@@ -94,6 +94,19 @@ class SparseVector:
         return dict(zip(self.terms, self.weights.tolist(), strict=True))
 
 
+def vector_terms(blob: bytes) -> str:
+    """Only the terms of :meth:`SparseVector.to_bytes` output, ``"\\n"``-joined in the
+    vector's order (what is held beside an index that keeps the hashes and weights).
+
+    Raises:
+        ValueError: the blob is shorter than its header says.
+    """
+    (m,) = struct.unpack_from("<I", blob)
+    if len(blob) < 4 + 12 * m:
+        raise ValueError(f"corrupt vector: {len(blob)} bytes cannot hold {m} terms")
+    return bytes(blob[4 + 12 * m :]).decode("utf-8")
+
+
 EMPTY_VECTOR = SparseVector((), np.zeros(0, np.uint64), np.zeros(0, np.float32))
 
 

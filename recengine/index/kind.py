@@ -10,7 +10,8 @@ says how to turn rows into its index:
   (the row columns it needs beyond ``id`` and ``seq``), :attr:`IndexKind.needs_terms` (leave out
   articles whose text has no terms), :attr:`IndexKind.canonicals_only` (leave out the members of
   near-duplicate clusters under the version: writers keep an article's ``seq`` moving when its
-  member row comes or goes, ``pipeline.clusters.upkeep``);
+  member row comes, goes or changes, ``pipeline.clusters.upkeep``), :attr:`IndexKind.reads_clusters`
+  (it reads member rows, so a reindex builds it only after its switch);
 * :meth:`IndexKind.params`: the parameters a saved file must have been built with;
 * :meth:`IndexKind.build` from pages of rows, :meth:`IndexKind.apply` drops and upserts;
 * optionally :meth:`IndexKind.for_version`: the kind bound to what was fitted with the model
@@ -117,6 +118,9 @@ class IndexKind(ABC, Generic[T]):
     fields: ClassVar[tuple[str, ...]]
     needs_terms: ClassVar[bool] = False
     canonicals_only: ClassVar[bool] = False  # members of a cluster are left out (not present)
+    # Its rows depend on cluster rows (canonicals_only, or member columns), which a reindex
+    # writes for its new version without a ``seq``: it is built after the switch.
+    reads_clusters: ClassVar[bool] = False
 
     @abstractmethod
     def params(self) -> dict[str, Any]:

@@ -22,14 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from recengine.text.excerpt import first_image, prose, summary_of, usable_image
-
-RULE_VERSION = 1  # raise when the derivation changes: a reindex then derives every card again
-
-
-def card_rule(summary_chars: int) -> str:
-    """What a card derived with ``summary_chars`` is stored with (``articles.card_rule``)."""
-    return f"{RULE_VERSION}:{summary_chars}"
+from recengine.text.excerpt import card_rule, first_image, prose, summary_of, usable_image
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ from recengine.recommend.feeds.slate import Slate
 from recengine.recommend.lists.criterion import Articles, DuplicateCriterion, anonymous
 from recengine.recommend.lists.curation import Curation, concat
 from recengine.recommend.lists.explain import shared_terms
+from recengine.recommend.lists.facts import Facts, facts_of
 from recengine.recommend.lists.listing import (
     Texts,
     above,
@@ -73,6 +74,7 @@ from recengine.storage.rows.features import features_of
 from recengine.storage.rows.index_source import briefs, fingerprints_by_id, internal_ids
 from recengine.storage.rows.overrides import pins_of
 from recengine.storage.state import lock_writers
+from recengine.text.excerpt import card_rule
 
 
 class ReaderFeeds:
@@ -87,6 +89,7 @@ class ReaderFeeds:
         self.settings = settings
         self.index = index
         self.criterion = DuplicateCriterion.from_settings(settings)
+        self.card_rule = card_rule(settings.ingest.summary_chars)
 
     def record_reads(
         self,
@@ -171,14 +174,16 @@ class ReaderFeeds:
             self.settings.related.max_filter_values, self.settings.ingest.zone, **filters
         )
         snap = self.index.current(session=session)
+        facts = facts_of(snap, session, self.card_rule)
         factors: dict[int, float] = {}
-        slate = self._slate(session, snap, user_id, parsed, offset + k, factors)
-        return self._body(session, snap, user_id, slate, offset, factors)
+        slate = self._slate(session, snap, facts, user_id, parsed, offset + k, factors)
+        return self._body(facts, snap, user_id, slate, offset, factors)
 
     def _slate(
         self,
         session: Session,
         snap: Snapshot,
+        facts: Facts,
         user_id: str,
         parsed: Filters,
         k: int,
@@ -192,11 +197,13 @@ class ReaderFeeds:
         read = sorted(read_article_ids(session=session, user_id=user_id, since=since))
         history = history_of(session, snap.version, user_id, f, now, since)
         interests = find_interests(history, f)
-        row_filter = to_row_filter(session, parsed, exclude=read)
+        row_filter = to_row_filter(facts, parsed, exclude=read)
         texts = Texts(session, self.settings.features.strip_boilerplate)
-        anchors = self._anchors(session, snap, read, texts)
+        anchors = self._anchors(session, facts, snap, read, texts)
         curation = Curation.of_articles(session, read)
-        slate = Slate(snap, anchors, self.criterion, f.max_pair_similarity, k, curation, texts)
+        slate = Slate(
+            snap, anchors, self.criterion, f.max_pair_similarity, k, curation, texts, facts
+        )
         floor = f.min_score if parsed.min_score is None else parsed.min_score
         for interest, found in self._candidates(snap, interests, row_filter, floor, k):
             hits = self._signals(snap, found, now, factors, floor)
@@ -224,7 +231,9 @@ class ReaderFeeds:
             factors.update(decayed.factor_of)
         return diversify_hits(snap.view, hits, r.diversity, r.diversity_candidates)
 
-    def _anchors(self, session: Session, snap: Snapshot, read: list[int], texts: Texts) -> Articles:
+    def _anchors(
+        self, session: Session, facts: Facts, snap: Snapshot, read: list[int], texts: Texts
+    ) -> Articles:
         """Every read article with features: nothing in the feed may duplicate one of them."""
         prints = fingerprints_by_id(session=session, version=snap.version, ids=read)
         ids = np.fromiter(prints.keys(), np.int64, len(prints))
@@ -237,7 +246,7 @@ class ReaderFeeds:
             return SparseVector.from_bytes(stored[0].vector) if stored else EMPTY_VECTOR
 
         return with_clusters(
-            session, ids, np.fromiter(prints.values(), np.uint64, len(prints)), vector, texts
+            facts, ids, np.fromiter(prints.values(), np.uint64, len(prints)), vector, texts
         )
 
     def _candidates(
@@ -257,7 +266,7 @@ class ReaderFeeds:
 
     def _body(
         self,
-        session: Session,
+        facts: Facts,
         snap: Snapshot,
         user_id: str,
         slate: Slate,
@@ -268,10 +277,10 @@ class ReaderFeeds:
         (``factors``: the freshness factor of each decayed candidate, by id)."""
         explain = self.settings.related.explain_terms
         ids = slate.all_ids()
-        facts = briefs(session=session, ids=ids)
+        shown = facts.briefs(ids)
         items = []
         for entry in slate.kept[offset:]:
-            row = facts.get(entry.id)
+            row = shown.get(entry.id)
             if row is None:
                 continue
             if entry.interest is None:
@@ -281,7 +290,7 @@ class ReaderFeeds:
             factor = None if entry.pinned else factors.get(entry.id)
             reasons: Reasons = {
                 "because_you_read": [
-                    facts[i].external_id for i in entry.interest.examples if i in facts
+                    shown[i].external_id for i in entry.interest.examples if i in shown
                 ],
                 "interest_share": round(entry.interest.share, 4),
                 "shared_terms": shared_terms(
@@ -293,9 +302,9 @@ class ReaderFeeds:
             if entry.pinned:
                 reasons["pinned"] = True
             items.append(item(row, entry.score, reasons))
-        external = {i: row.external_id for i, row in facts.items()}
+        external = {i: row.external_id for i, row in shown.items()}
         cuts = [(s.id, s.reason) for s in slate.suppressed if s.kept_before >= offset]
-        suppressed = cut_entries(session, cuts, external)
+        suppressed = cut_entries(facts, cuts, external)
         return {"user": user_id, "items": items, "suppressed": suppressed}
 
 

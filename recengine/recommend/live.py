@@ -10,10 +10,13 @@ model is gone from SQL), and merges into the main segment run in a thread too.
 Beside it, the dense kind (``derived.dense.DenseKind``: each article's LSA vector and a FAISS
 index, the dense part of the ranking, ``recommend.lists.blend``) follows SQL the same way, read in
 the same transaction (the position the related index checked is the dense index's too: one read
-of the state row per answer); when ``related.dense_weight`` is 0 it is never opened.
+of the state row per answer); when ``related.dense_weight`` is 0 it is never opened. So does the
+briefs kind (``derived.briefs``: what a list shows of each article, and its cluster), so that a
+list reads its items, its query article and its clusters from memory, as of the same position.
 
 A :class:`Snapshot` (model version, change sequence, an ``IndexView``, the dense state of the
-same version or None) answers one query; it is never modified. TF-IDF answers do not depend
+same version or None, the briefs of the same version and sequence or None) answers one query;
+it is never modified. TF-IDF answers do not depend
 on how rows are spread over segments (``index.related.view``), so every process that has caught up
 with the same ``seq`` gives the same answers (dense candidates too below ``dense.ivf_min``
 articles, where their search is exact). Delay for a
@@ -30,9 +33,12 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
+from recengine.derived.briefs import brief_follower
 from recengine.derived.dense import DenseState, dense_follower
 from recengine.derived.related import related_follower
 from recengine.errors import ModelMissing
+from recengine.index.briefs import Briefs
+from recengine.index.follower import Follower
 from recengine.index.related.view import IndexView, Part, SearchParams
 from recengine.storage.rows.index_rows import SqlIndexRows
 
@@ -45,6 +51,7 @@ class Snapshot:
     seq: int
     view: IndexView
     dense: DenseState | None = None
+    briefs: Briefs | None = None  # None: read what lists show from SQL
 
     @property
     def parts(self) -> tuple[Part, ...]:
@@ -104,6 +111,11 @@ class LiveIndex:
         self.background = background
         self.follower = related_follower(settings, background=background)
         self.dense = dense_follower(settings, background=background)
+        self.briefs = brief_follower(settings, background=background)
+
+    def followers(self) -> tuple[Follower[Any], ...]:
+        """Every follower a read syncs (what change notifications must reach)."""
+        return self.follower, self.dense, self.briefs
 
     def current(self, *, session: Session) -> Snapshot:
         """The snapshot to answer from, caught up with SQL first (see the module docstring).
@@ -121,7 +133,12 @@ class LiveIndex:
             found = self.dense.sync(rows, fresh=False)
             if found is not None and found.version == held.version:
                 dense = found.index  # (while a switch opens it in the background: none)
-        return Snapshot(held.version, held.seq, held.index, dense)
+        rows.share_last()
+        facts = self.briefs.sync(rows, fresh=False)
+        briefs = None  # (while a switch opens it in the background, or a seq apart: none)
+        if facts is not None and (facts.version, facts.seq) == (held.version, held.seq):
+            briefs = facts.index
+        return Snapshot(held.version, held.seq, held.index, dense, briefs)
 
     def fresh_position(self) -> tuple[int, int] | None:
         """``(version, seq)`` of the snapshot :meth:`current` would return right now without a
@@ -135,6 +152,9 @@ class LiveIndex:
             dense = self.dense.held_if_fresh()
             if dense is None or dense.version != held.version:
                 return None
+        briefs = self.briefs.held_if_fresh()
+        if briefs is None or briefs.version != held.version:
+            return None
         return held.version, held.seq
 
     def stats(self) -> dict[str, Any]:
@@ -147,5 +167,5 @@ class LiveIndex:
 
     def wait(self, timeout: float | None = None) -> None:
         """Wait for background work (a rebuild or merge) to finish."""
-        self.follower.wait(timeout)
-        self.dense.wait(timeout)
+        for follower in self.followers():
+            follower.wait(timeout)

@@ -25,10 +25,10 @@ from sqlalchemy.orm import Session
 from recengine.config import Settings
 from recengine.errors import Conflict
 from recengine.features.tfidf import SparseVector
-from recengine.recommend.lists.criterion import NO_CLUSTER, DuplicateCriterion, Matches
+from recengine.recommend.lists.criterion import DuplicateCriterion, Matches
 from recengine.recommend.lists.curation import Curation, pair
+from recengine.recommend.lists.facts import SqlFacts
 from recengine.recommend.lists.listing import Texts, with_clusters
-from recengine.storage.rows.clusters import clusters_of
 from recengine.storage.rows.index_source import features_by_id
 from recengine.storage.rows.overrides import NOT_DUPLICATE, SAME_ARTICLE, relations_touching
 from recengine.storage.state import read_state
@@ -127,14 +127,15 @@ class DuplicatePins:
             return joined if pair(a, b) in curation.together else None
         texts = Texts(session, self.strip)
         vectors = {i: SparseVector.from_bytes(found[i].vector) for i in (a, b)}
+        facts = SqlFacts(session)
         others = with_clusters(
-            session,
+            facts,
             np.array([b], np.int64),
             np.array([found[b].fingerprint], np.uint64),
             lambda _j: vectors[b],
             texts,
         )
-        cluster = clusters_of(session=session, article_ids=[a]).get(a, NO_CLUSTER)
+        cluster = int(facts.clusters(np.array([a], np.int64))[0])
         matches = self.criterion.match(
             int(found[a].fingerprint), cluster, lambda: vectors[a], others, lambda: texts(a)
         )

@@ -55,18 +55,19 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
 from recengine.config import Settings
 from recengine.derived.rows import epoch, label_hash, label_hashes
 from recengine.errors import ModelMissing, NotFound
 from recengine.features.tfidf import EMPTY_VECTOR, SparseVector
+from recengine.index.briefs import Brief
 from recengine.index.related.view import Hits, RowFilter
 from recengine.recommend.lists.blend import dense_query, ranked
 from recengine.recommend.lists.criterion import DuplicateCriterion
 from recengine.recommend.lists.curation import Curation, OverridePresence, concat
 from recengine.recommend.lists.explain import shared_terms
+from recengine.recommend.lists.facts import Facts, facts_of
 from recengine.recommend.lists.listing import (
     Texts,
     cut_entries,
@@ -86,8 +87,9 @@ from recengine.recommend.signals.fallback import Anchor, Filled, Need, fill
 from recengine.recommend.signals.freshness import decay
 from recengine.recommend.signals.params import SignalParams
 from recengine.recommend.signals.scoring import ListSignals, Signals
-from recengine.storage.rows.index_source import briefs, query_article
+from recengine.storage.rows.index_source import query_article
 from recengine.storage.state import read_state
+from recengine.text.excerpt import card_rule
 
 # When suppression and filters leave fewer than offset + k results, candidates grow by this
 # factor, at most this many times (then the list is what it is: there are no more).
@@ -131,6 +133,7 @@ class RelatedArticles:
         self.variants = Variants.from_settings(settings)
         self.overrides = OverridePresence()
         self.signals = Signals(settings, factory=index.factory if index.background else None)
+        self.card_rule = card_rule(settings.ingest.summary_chars)
 
     def related(
         self,
@@ -186,14 +189,15 @@ class RelatedArticles:
         floor = r.min_score if parsed.min_score is None else parsed.min_score
         floor = floor if ranking.min_score is None else ranking.min_score
         snap = self.index.current(session=session)
+        facts = facts_of(snap, session, self.card_rule)
         query = load_query(session, snap, article_id)
         curation = self._curation(session, query.id)
         blocked = sorted(curation.blocked_with(query.id))
-        row_filter = to_row_filter(session, parsed, exclude=[query.id, *blocked])
+        row_filter = to_row_filter(facts, parsed, exclude=[query.id, *blocked])
         pinned = curation.without_excluded(session, pinned_hits(snap, query, curation, row_filter))
         readers = self.signals.of_list(session, query.id, ranking.signals(r))
         page = _Page(floor, k, split_by)
-        lists = _Lists(snap, query, curation, ranking, pinned, params, readers, page)
+        lists = _Lists(snap, query, curation, ranking, pinned, params, readers, page, facts)
         ranked_filter = replace(
             row_filter, exclude_ids=np.union1d(row_filter.exclude_ids, pinned.ids)
         )
@@ -205,7 +209,7 @@ class RelatedArticles:
             snap.view, hits, picked, params.diversity, params.diversity_candidates, pins_kept
         )
         filled = self._filled(session, lists, hits, picked, row_filter)
-        body = self._body(session, snap, query, filled, offset, k, len(pinned), ranked)
+        body = self._body(lists, filled, offset, k, ranked)
         body["floor"] = {"min_score": floor, "dropped": dropped}
         body["variant"] = ranking.name
         return Answer(body, snap.version, snap.seq)
@@ -277,7 +281,16 @@ class RelatedArticles:
         need = Need(s.min_items, s.fallback, s.fallback_pool, s.fallback_days, row_filter, prefer)
         texts = Texts(session, self.settings.features.strip_boilerplate)
         return fill(
-            session, lists.snap, hits, picked, anchor, need, self.criterion, lists.curation, texts
+            session,
+            lists.snap,
+            hits,
+            picked,
+            anchor,
+            need,
+            self.criterion,
+            lists.curation,
+            texts,
+            lists.facts,
         )
 
     def _pick(
@@ -303,7 +316,7 @@ class RelatedArticles:
                 (np.array([query.fingerprint], np.uint64), hits.fingerprints[:window])
             )
             found = with_clusters(
-                session,
+                lists.facts,
                 ids,
                 prints,
                 lambda j: query.vector if j == 0 else stored(j - 1),
@@ -323,21 +336,16 @@ class RelatedArticles:
             window = min(len(hits), window * GROWTH)
 
     def _body(
-        self,
-        session: Session,
-        snap: Snapshot,
-        query: Query,
-        filled: Filled,
-        offset: int,
-        k: int,
-        n_pinned: int,
-        ranked: _Ranked,
+        self, lists: _Lists, filled: Filled, offset: int, k: int, ranked: _Ranked
     ) -> dict[str, Any]:
+        """The body of the page ``offset .. offset + k``: what each item shows, and its
+        explanation, computed for the page's items only."""
+        snap, query, n_pinned = lists.snap, lists.query, len(lists.pinned)
         hits, picked = filled.hits, filled.picked
         page = picked.kept[offset : offset + k]
         shown = [s for s in picked.suppressed if offset <= s.kept_before < offset + k]
         ids = [int(hits.ids[i]) for i in page] + [int(hits.ids[s.position]) for s in shown]
-        facts = briefs(session=session, ids=ids + [s.duplicate_of for s in shown])
+        facts = lists.facts.briefs(ids + [s.duplicate_of for s in shown])
         external = {i: row.external_id for i, row in facts.items()}
         external[query.id] = query.external_id
         items = []
@@ -360,13 +368,13 @@ class RelatedArticles:
                 reasons.update(ranked.gave.get(int(hits.ids[i]), {}))
             items.append(item(row, float(hits.scores[i]), reasons))
         cuts = [(int(hits.ids[s.position]), s.reason) for s in shown]
-        suppressed = cut_entries(session, cuts, external)
+        suppressed = cut_entries(lists.facts, cuts, external)
         return {"article": query.external_id, "items": items, "suppressed": suppressed}
 
     def reasons(
         self,
         query: Query,
-        row: Row[Any],
+        row: Brief,
         hashes: np.ndarray[Any, Any],
         weights: np.ndarray[Any, Any],
         dense: float | None = None,
@@ -391,7 +399,11 @@ class RelatedArticles:
 
 
 def load_query(session: Session, snap: Snapshot, external_id: str) -> Query:
-    """The query article with its stored vector (the active model's, else the snapshot's)."""
+    """The query article with its stored vector: held beside the snapshot's index (its
+    briefs and rows), else read from SQL (the active model's, else the snapshot's)."""
+    held = held_query(snap, external_id)
+    if held is not None:
+        return held
     row = query_article(session=session, external_id=external_id, version=snap.version)
     if row is not None and row.vector is None:
         active = read_state(session=session).active_model_version
@@ -407,6 +419,29 @@ def load_query(session: Session, snap: Snapshot, external_id: str) -> Query:
     return Query(row.id, row.external_id, vector, row.fingerprint, row.category, tags, published)
 
 
+def held_query(snap: Snapshot, external_id: str) -> Query | None:
+    """The query article as the snapshot holds it (its brief and its index row: the stored
+    vector's hashes and weights, with the brief's terms), or None when it does not (no
+    briefs, or an article the index does not hold: SQL says why)."""
+    if snap.briefs is None:
+        return None
+    article = snap.briefs.find(external_id)
+    where = None if article is None else snap.view.locate(article)
+    brief = None if article is None else snap.briefs.get(article)
+    if where is None or brief is None:
+        return None
+    hashes, weights = snap.view.vector(*where)
+    terms = tuple(brief.terms.split("\n")) if len(hashes) else ()
+    if len(terms) != len(hashes):
+        return None
+    fingerprint = int(snap.view.parts[where[0]].segment.fingerprints[where[1]])
+    vector = SparseVector(terms, hashes, weights) if terms else EMPTY_VECTOR
+    return Query(
+        brief.id, brief.external_id, vector, fingerprint, brief.category, brief.tags,
+        brief.published,
+    )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class _Lists:
     """What every round of one list's ranking shares."""
@@ -419,6 +454,7 @@ class _Lists:
     params: SignalParams
     readers: ListSignals
     page: _Page
+    facts: Facts
 
 
 @dataclass(frozen=True)
@@ -480,7 +516,7 @@ def query_dense(snap: Snapshot, query: Query) -> npt.NDArray[np.float32] | None:
         return rows[0] if found[0] else None
     if dense.model is None:
         return None
-    z: npt.NDArray[np.float32] = dense.model.project(
-        [query.vector.hashes], [query.vector.weights]
-    )[0]
+    z: npt.NDArray[np.float32] = dense.model.project([query.vector.hashes], [query.vector.weights])[
+        0
+    ]
     return z

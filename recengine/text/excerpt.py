@@ -29,6 +29,8 @@ from urllib.parse import urljoin, urlsplit
 
 from recengine.text.clean import readable
 
+RULE_VERSION = 1  # of cards (``pipeline.cards``): raise when the derivation changes, and a
+# reindex derives every card again
 MIN_SIDE = 50  # pixels: an image declared narrower or shorter is a spacer or an icon
 ELLIPSIS = "…"
 # The part of a text a summary is cut from, before cleaning (markup is most of many HTML
@@ -167,3 +169,9 @@ def summary_of(text: str, limit: int) -> str:
     if space >= limit // 2:
         cut = cut[:space]
     return cut.rstrip(" ,;:，、；：") + ELLIPSIS
+
+
+def card_rule(summary_chars: int) -> str:
+    """What a card derived with ``summary_chars`` is stored with (``articles.card_rule``): a
+    list reading a card held in memory with another rule reads it again (``recommend.lists``)."""
+    return f"{RULE_VERSION}:{summary_chars}"

@@ -121,7 +121,7 @@ class Services:
         shm = watched_file(url)
         if self.listener is not None or not index.listen or not (listens(url) or shm):
             return
-        followers = (self.index.follower, self.index.dense)  # what reads sync
+        followers = self.index.followers()  # what reads sync
 
         def changed() -> None:
             for follower in followers:
@@ -163,7 +163,7 @@ class Services:
         opened: list[Follower[Any]] = []
         index = self.opened_index()
         if index is not None:
-            opened += [index.follower, index.dense]
+            opened += [index.follower, index.dense, index.briefs]
         if self._ingester is not None:
             dedup = self._ingester.dedup
             opened += [dedup.index, dedup.passages, dedup.canonicals]

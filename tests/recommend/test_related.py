@@ -24,6 +24,7 @@ from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.models import ArticleFeatures, ClusterMember
 from recengine.storage.rows.articles import get_article, soft_delete
+from recengine.storage.rows.overrides import mark_changed
 from recengine.storage.state import begin_write, read_state
 from tests.factories import CARD, javaguide_records, record
 from tests.templates import load
@@ -409,15 +410,21 @@ def test_cluster_members_are_suppressed_whatever_their_distance(
     # clustering put the query with shown[0], and shown[1] with shown[2]
     # (a canonical article has no row of its own: its members point at it)
     clusters = [(internal[shown[0]], internal[aid]), (internal[shown[2]], internal[shown[1]])]
-    with factory() as session, session.begin():
-        version = read_state(session=session).active_model_version
+    with factory() as session, session.begin():  # as a writer does: the members get a seq
+        state = begin_write(session=session)
         session.execute(
             insert(ClusterMember),
             [
-                {"article_id": a, "canonical_id": c, "distance": 9, "model_version": version}
+                {
+                    "article_id": a,
+                    "canonical_id": c,
+                    "distance": 9,
+                    "model_version": state.active_model_version,
+                }
                 for a, c in clusters
             ],
         )
+        mark_changed(session=session, article_ids=[a for a, _ in clusters], seq=state.seq)
     body = ask(service, factory, aid, k=6)
     assert shown[0] not in ids(body) and shown[2] not in ids(body) and shown[1] in ids(body)
     reasons = {s["id"]: s["duplicate_of"] for s in body["suppressed"]}
@@ -427,7 +434,9 @@ def test_cluster_members_are_suppressed_whatever_their_distance(
         if s["id"] in (shown[0], shown[2]):
             assert (s["rule"], s["score"], s["via"]) == ("cluster", None, None)
     with factory() as session, session.begin():
+        state = begin_write(session=session)
         session.execute(delete(ClusterMember))
+        mark_changed(session=session, article_ids=[a for a, _ in clusters], seq=state.seq)
 
 
 def test_a_reindex_switches_the_index_to_the_new_model(

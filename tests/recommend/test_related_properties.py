@@ -24,7 +24,8 @@ from recengine.recommend.lists.suppress import pick
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
-from recengine.storage.state import read_state
+from recengine.storage.rows.overrides import mark_changed
+from recengine.storage.state import begin_write
 from tests.factories import javaguide_records
 from tests.recommend.test_related import repost
 from tests.templates import load
@@ -233,9 +234,11 @@ def test_related_lists_never_hold_duplicates(
         clusters=st.dictionaries(st.sampled_from(names), st.sampled_from(names), max_size=25),
     )
     def check(query: str, k: int, clusters: dict[str, str]) -> None:
-        with factory() as session, session.begin():
+        with factory() as session, session.begin():  # as a writer does: members get a seq
+            state = begin_write(session=session)
             session.execute(delete(ClusterMember))
-            version = read_state(session=session).active_model_version
+            mark_changed(session=session, article_ids=list(internal.values()), seq=state.seq)
+            version = state.active_model_version
             if clusters:
                 session.execute(
                     insert(ClusterMember),

@@ -92,6 +92,7 @@ from recengine.storage.rows.clusters import (
     delete_version,
     insert_rows,
     member_ids,
+    member_rows,
     published,
     replace_member_rows,
 )
@@ -328,11 +329,14 @@ class Deduplicator:
         self, session: Session, plan: ClusterPlan, seq: int, index: Candidates
     ) -> int:
         """Write a plan of the active version in the write transaction of ``seq``
-        (``index``: as synced before the plan). The articles that became or stopped being
-        members get ``seq`` (usually the written articles, which have it already), so every
-        process's index of canonicals reads them again, this process's included."""
+        (``index``: as synced before the plan). Every article whose member row the plan
+        changes gets ``seq`` (usually the written articles, which have it already), so every
+        process's indexes that read member rows read them again (``IndexKind.reads_clusters``:
+        the canonicals, those that became or stopped being members; the briefs, whose
+        canonical, rule or figure changed), this process's included."""
+        changed = plan.changed(session)
         written = plan.write(session)
-        mark_changed(session=session, article_ids=plan.flipped(index), seq=seq)
+        mark_changed(session=session, article_ids=changed, seq=seq)
         self.canonicals.rewind(seq - 1)
         return written
 
@@ -400,18 +404,12 @@ class ClusterPlan:
     nodes: list[int]
     members: list[MemberRow]
 
-    def flipped(self, index: Candidates) -> list[int]:
-        """The nodes whose presence among ``index``'s canonicals (as of before the plan) the
-        plan changes: members that were canonicals, canonicals that were members (all the
-        nodes when ``index`` holds no canonicals)."""
-        nodes = np.asarray(self.nodes, dtype=np.int64)
-        if index.canonicals is None:
-            return self.nodes
-        members = np.fromiter((r.article_id for r in self.members), np.int64, len(self.members))
-        was = index.canonicals.contains_many(nodes)
-        now = index.radius.contains_many(nodes) & ~np.isin(nodes, members)
-        flipped: list[int] = nodes[was != now].tolist()
-        return flipped
+    def changed(self, session: Session) -> list[int]:
+        """The nodes whose member row (of the active version, which the plan is of) the plan
+        changes: added, removed, or another canonical, distance, figure or rule."""
+        before = member_rows(session=session, article_ids=self.nodes)
+        after = {m.article_id: m for m in self.members}
+        return [n for n in self.nodes if before.get(n) != after.get(n)]
 
     def write(self, session: Session) -> int:
         """Replace the rows (in the caller's write transaction); returns how many."""

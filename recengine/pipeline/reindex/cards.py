@@ -17,10 +17,11 @@ from __future__ import annotations
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
-from recengine.pipeline.cards import card_of, card_rule
+from recengine.pipeline.cards import card_of
 from recengine.pipeline.reindex.versions import Progress, QuietProgress
 from recengine.storage.db import transaction
 from recengine.storage.rows.articles import CardSource, stale_cards, write_cards
+from recengine.text.excerpt import card_rule
 
 PAGE = 500  # articles read, derived and written per transaction
 

@@ -24,8 +24,8 @@ start. What happens next, in order (``switch_to``):
 6. **publish**: every derived index of the new version is caught up and saved, so servers
    load the files instead of building (each kind's build lock is held from before the switch
    until its file is saved: a process that needs the new version waits, then loads it). The
-   index of the canonicals (``derived.neardup.CanonicalKind``) follows cluster rows, which the
-   reindex writes without a ``seq``: it is built here, after the switch, not in step 2.
+   kinds that read cluster rows (``IndexKind.reads_clusters``: the canonicals, the briefs),
+   which the reindex writes without a ``seq``, are built here, after the switch, not in step 2.
 
 An index of the new version may hold stale rows of articles that changed after the position it
 was rewound to (``Follower.rewind``): their features of the new version are written later
@@ -101,7 +101,7 @@ def switch_to(switch: Switch, start_seq: int, clusters: Clusters) -> int:
     seq = _catch_up_outside(switch, start_seq)
     indexes = followers(switch.featurizer.settings)
     for name, follower in indexes.items():
-        if follower.kind.canonicals_only:
+        if follower.kind.reads_clusters:
             continue  # follows cluster rows the reindex writes without a seq: built after
         with index_rows(switch.factory) as rows:
             seed = switch.seeds.get(name)
@@ -198,7 +198,7 @@ def publish_all(factory: sessionmaker[Session], featurizer: Featurizer) -> None:
 
 
 def _publish(factory: sessionmaker[Session], follower: Follower[Any]) -> None:
-    if follower.kind.canonicals_only:
+    if follower.kind.reads_clusters:
         follower.invalidate()  # the new version's rows are all in now: built from them
     with index_rows(factory) as rows:
         follower.sync(rows)

@@ -12,6 +12,7 @@ from recengine.index.related.view import Hits
 from recengine.recommend.feeds.interests import Interest
 from recengine.recommend.lists.criterion import Articles, DuplicateCriterion, anonymous
 from recengine.recommend.lists.curation import Curation
+from recengine.recommend.lists.facts import Facts, SqlFacts
 from recengine.recommend.lists.listing import Texts, hit_vectors, with_clusters
 from recengine.recommend.lists.suppress import Reason, closest_duplicate
 from recengine.recommend.live import Snapshot
@@ -65,6 +66,7 @@ class Slate:
     k: int
     curation: Curation = field(default_factory=Curation)
     texts: Texts | None = None  # texts for the criterion (``recommend.lists.criterion``), if read
+    facts: Facts | None = None  # clusters (``recommend.lists.facts``); None: SQL's, in the session
     kept: list[Entry] = field(default_factory=list)
     suppressed: list[Cut] = field(default_factory=list)
     _queues: list[_Queue] = field(default_factory=list)
@@ -91,7 +93,8 @@ class Slate:
         hits = self.curation.without_excluded(session, hits)
         pinned = next((j for j, a in enumerate(hits.ids.tolist()) if a not in pins), len(hits))
         vectors = hit_vectors(self.snap, hits)
-        articles = with_clusters(session, hits.ids, hits.fingerprints, vectors, self.texts)
+        facts = self.facts if self.facts is not None else SqlFacts(session)
+        articles = with_clusters(facts, hits.ids, hits.fingerprints, vectors, self.texts)
         self._queues.append(_Queue(interest, hits, articles, pinned))
 
     def fill(self) -> None:

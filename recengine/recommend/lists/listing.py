@@ -2,7 +2,7 @@
 
 * :func:`to_row_filter`: validated request filters -> the index's ``RowFilter``;
 * :func:`above`: the prefix of a ranked list above a score;
-* :func:`with_clusters`: candidates with their cluster looked up in ``cluster_members``;
+* :func:`with_clusters`: candidates with their cluster (``recommend.lists.facts``);
 * :class:`Texts`: what the criterion compares of articles' texts, read when first wanted;
 * :func:`hit_vectors`: stored vectors of hits, read from the index when asked for;
 * :func:`item`: one entry of a body's ``items``;
@@ -17,36 +17,26 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
 from recengine.derived.rows import epoch, label_hashes
 from recengine.features.tfidf import SparseVector
+from recengine.index.briefs import Brief
 from recengine.index.related.view import Hits, RowFilter
-from recengine.recommend.lists.criterion import (
-    NO_CLUSTER,
-    Articles,
-    TextSource,
-    VectorAt,
-    anonymous,
-)
+from recengine.recommend.lists.criterion import Articles, TextSource, VectorAt, anonymous
 from recengine.recommend.lists.curation import take
+from recengine.recommend.lists.facts import Facts
 from recengine.recommend.lists.params import Filters
 from recengine.recommend.lists.reasons import Reasons
 from recengine.recommend.lists.suppress import Reason
 from recengine.recommend.live import Snapshot
 from recengine.storage.rows.articles import titles_and_contents
-from recengine.storage.rows.clusters import clusters_of, member_rows
-from recengine.storage.rows.index_source import briefs, internal_ids
 from recengine.text.compare import Compared, article_compared
-from recengine.times import utc_text
 
 
-def to_row_filter(session: Session, filters: Filters, exclude: Sequence[int]) -> RowFilter:
+def to_row_filter(facts: Facts, filters: Filters, exclude: Sequence[int]) -> RowFilter:
     """The index filter of validated request filters (caller ids -> internal ids)."""
-    excluded = list(exclude) + list(
-        internal_ids(session=session, external_ids=list(filters.exclude)).values()
-    )
+    excluded = list(exclude) + list(facts.internal(list(filters.exclude)).values())
     return RowFilter(
         exclude_ids=np.array(sorted(set(excluded)), dtype=np.int64),
         categories=label_hashes(filters.categories) if filters.categories else None,
@@ -64,20 +54,18 @@ def above(hits: Hits, min_score: float) -> Hits:
 
 
 def with_clusters(
-    session: Session,
+    facts: Facts,
     ids: npt.NDArray[np.int64],
     prints: npt.NDArray[np.uint64],
     vector: VectorAt,
     texts: TextSource | None = None,
 ) -> Articles:
-    """Articles with their cluster (canonical id) looked up in ``cluster_members``; with
-    ``texts`` (:class:`Texts`) given, with what the criterion compares of their texts too
-    (``recommend.lists.criterion`` decides on the texts the few pairs it needs)."""
-    found = clusters_of(session=session, article_ids=[int(i) for i in ids])
-    clusters = np.array([found.get(int(i), NO_CLUSTER) for i in ids], dtype=np.int64)
-    return Articles(
-        np.asarray(ids, np.int64), np.asarray(prints, np.uint64), clusters, vector, texts
-    )
+    """Articles with their cluster (``recommend.lists.facts``: held in memory, or read from
+    ``cluster_members``); with ``texts`` (:class:`Texts`) given, with what the criterion
+    compares of their texts too (``recommend.lists.criterion`` decides on the texts the few
+    pairs it needs)."""
+    ids = np.asarray(ids, np.int64)
+    return Articles(ids, np.asarray(prints, np.uint64), facts.clusters(ids), vector, texts)
 
 
 class Texts:
@@ -118,25 +106,24 @@ def hit_vectors(snap: Snapshot, hits: Hits) -> VectorAt:
     return vector
 
 
-def item(row: Row[Any], score: float, reasons: Reasons) -> dict[str, Any]:
+def item(brief: Brief, score: float, reasons: Reasons) -> dict[str, Any]:
     """One entry of ``items`` (``reasons``: the kinds of ``recommend.lists.reasons``), with
-    what a card shows of it (a row of ``briefs``: its stored card, ``pipeline.cards``)."""
-    shown = row._mapping
+    what a card shows of it (its brief: its stored card, ``pipeline.cards``)."""
     return {
-        "id": row.external_id,
-        "title": row.title,
-        "url": row.url,
+        "id": brief.external_id,
+        "title": brief.title,
+        "url": brief.url,
         "score": round(score, 6),
         "reasons": reasons,
-        "image": shown.get("card_image"),
-        "summary": shown.get("card_summary"),
-        "published_at": utc_text(shown.get("published_at")),
-        "category": shown.get("category"),
+        "image": brief.card_image,
+        "summary": brief.card_summary,
+        "published_at": brief.published_at,
+        "category": brief.category,
     }
 
 
 def cut_entries(
-    session: Session, cuts: Sequence[tuple[int, Reason]], external: Mapping[int, str]
+    facts: Facts, cuts: Sequence[tuple[int, Reason]], external: Mapping[int, str]
 ) -> list[dict[str, Any]]:
     """The ``suppressed`` entries of ``(article id, reason)`` cuts: ``{"id", "duplicate_of",
     "distance", "rule", "score", "via"}`` (cuts naming an article not in ``external``, i.e.
@@ -153,7 +140,7 @@ def cut_entries(
     compared); otherwise null."""
     cuts = [(a, r) for a, r in cuts if a in external and r.duplicate_of in external]
     clustered = [x for a, r in cuts if r.rule == "cluster" for x in (a, r.duplicate_of)]
-    rows = member_rows(session=session, article_ids=clustered) if clustered else {}
+    rows = facts.members(clustered) if clustered else {}
     out: list[dict[str, Any]] = []
     vias: list[int | None] = []
     for article, reason in cuts:
@@ -176,7 +163,7 @@ def cut_entries(
     names = dict(external)
     missing = [v for v in vias if v is not None and v not in names]
     if missing:
-        names.update({i: r.external_id for i, r in briefs(session=session, ids=missing).items()})
+        names.update({i: b.external_id for i, b in facts.briefs(missing).items()})
     for entry, via in zip(out, vias, strict=True):
         entry["via"] = names.get(via) if via is not None else None
     return out

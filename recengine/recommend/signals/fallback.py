@@ -35,6 +35,7 @@ from recengine.features.tfidf import SparseVector
 from recengine.index.related.view import Hits, RowFilter
 from recengine.recommend.lists.criterion import Articles, DuplicateCriterion
 from recengine.recommend.lists.curation import Curation, concat, take
+from recengine.recommend.lists.facts import Facts
 from recengine.recommend.lists.listing import Texts, hit_vectors, with_clusters
 from recengine.recommend.lists.suppress import Picked, Suppressed, pick
 from recengine.recommend.live import Snapshot
@@ -85,6 +86,7 @@ def fill(
     criterion: DuplicateCriterion,
     curation: Curation,
     texts: Texts,
+    facts: Facts,
 ) -> Filled:
     """The list ``picked`` (positions in ``hits``) filled up to ``need.count`` items (see the
     module docstring); unchanged when it has that many or no fallback article fits."""
@@ -99,9 +101,9 @@ def fill(
     found = curation.without_excluded(session, found)
     if not len(found):
         return Filled(hits, picked, {})
-    anchors = _anchors(session, snap, hits, picked, anchor, texts)
+    anchors = _anchors(facts, snap, hits, picked, anchor, texts)
     walk = pick(
-        with_clusters(session, found.ids, found.fingerprints, hit_vectors(snap, found), texts),
+        with_clusters(facts, found.ids, found.fingerprints, hit_vectors(snap, found), texts),
         anchors,
         criterion,
         missing,
@@ -158,7 +160,7 @@ def _within_category(filt: RowFilter, category: str | None) -> RowFilter | None:
 
 
 def _anchors(
-    session: Session, snap: Snapshot, hits: Hits, picked: Picked, anchor: Anchor, texts: Texts
+    facts: Facts, snap: Snapshot, hits: Hits, picked: Picked, anchor: Anchor, texts: Texts
 ) -> Articles:
     """The article and the list's items: nothing filled in may duplicate one of them."""
     shown = take(hits, picked.kept)
@@ -166,5 +168,5 @@ def _anchors(
     ids = np.concatenate((np.array([anchor.id], np.int64), shown.ids))
     prints = np.concatenate((np.array([anchor.fingerprint], np.uint64), shown.fingerprints))
     return with_clusters(
-        session, ids, prints, lambda j: anchor.vector if j == 0 else stored(j - 1), texts
+        facts, ids, prints, lambda j: anchor.vector if j == 0 else stored(j - 1), texts
     )

@@ -54,6 +54,19 @@ COLUMNS: dict[str, Any] = {
     "tags": Article.tags,
     "title": Article.title,
     "content": Article.content,
+    "external_id": Article.external_id,
+    "url": Article.url,
+    "card_image": Article.card_image,
+    "card_summary": Article.card_summary,
+    "card_rule": Article.card_rule,
+}
+# The article's member row under the version (NULL for a canonical or a singleton): read through
+# an outer join when a kind asks for any of them (``derived.briefs``).
+MEMBER_COLUMNS: dict[str, Any] = {
+    "canonical_id": ClusterMember.canonical_id,
+    "member_rule": ClusterMember.rule,
+    "member_score": ClusterMember.score,
+    "member_distance": ClusterMember.distance,
 }
 
 
@@ -83,10 +96,22 @@ def _present(
 
 
 def _columns(fields: Sequence[str]) -> list[Any]:
+    known = {**COLUMNS, **MEMBER_COLUMNS}
     try:
-        return [Article.id, Article.seq, *(COLUMNS[f].label(f) for f in fields)]
+        return [Article.id, Article.seq, *(known[f].label(f) for f in fields)]
     except KeyError as exc:
-        raise ValueError(f"no index row field {exc}; known: {sorted(COLUMNS)}") from None
+        raise ValueError(f"no index row field {exc}; known: {sorted(known)}") from None
+
+
+def _with_member(
+    query: Select[Any], fields: Sequence[str], version: int | BindParameter[int]
+) -> Select[Any]:
+    """``query`` outer-joined to the articles' member rows under ``version`` when ``fields``
+    name any of :data:`MEMBER_COLUMNS` (a row per article: the key is the version and id)."""
+    if not any(f in MEMBER_COLUMNS for f in fields):
+        return query
+    own = and_(ClusterMember.article_id == Article.id, ClusterMember.model_version == version)
+    return query.outerjoin(ClusterMember, own)
 
 
 class SqlIndexRows:
@@ -123,7 +148,7 @@ class SqlIndexRows:
             .order_by(Article.id)
             .limit(limit)
         )
-        return self.session.execute(query).all()
+        return self.session.execute(_with_member(query, fields, version)).all()
 
     def changes(
         self,
@@ -173,9 +198,9 @@ def _changes_statement(
         ArticleFeatures.article_id.is_not(None), _present(version, needs_terms, canonicals_only)
     )
     flag = case((present, True), else_=False).label("present")
+    query = select(*_columns(fields), flag).outerjoin(ArticleFeatures, features_join(version))
     return (
-        select(*_columns(fields), flag)
-        .outerjoin(ArticleFeatures, features_join(version))
+        _with_member(query, fields, version)
         .where(
             (Article.seq > seq) | ((Article.seq == seq) & (Article.id > bindparam("last_id"))),
             Article.seq <= bindparam("upto"),

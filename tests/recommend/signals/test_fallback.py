@@ -15,6 +15,7 @@ from recengine.config import Settings
 from recengine.index.related.view import Hits, RowFilter
 from recengine.pipeline.featurize import Featurizer
 from recengine.recommend.lists.curation import Curation
+from recengine.recommend.lists.facts import facts_of
 from recengine.recommend.lists.listing import Texts
 from recengine.recommend.lists.suppress import Picked
 from recengine.recommend.related import load_query
@@ -147,6 +148,7 @@ def test_the_fill_suppresses_what_duplicates_the_article_itself(
             related.criterion,
             Curation.none(),
             Texts(session, True),
+            facts_of(snap, session, related.card_rule),
         )
         names = article_ids(session=session, external_ids=[r["id"] for r in CORPUS])
     external = {v: k for k, v in names.items()}

@@ -18,11 +18,11 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
-from recengine.pipeline.cards import card_rule
 from recengine.pipeline.reindex.cards import derive_page
 from recengine.pipeline.reindex.spark.source import worker_factory
 from recengine.storage.db import transaction
 from recengine.storage.models import Article
+from recengine.text.excerpt import card_rule
 
 
 def fill_cards_on(
