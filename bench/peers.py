@@ -23,7 +23,9 @@ Each round, in alternated order (recengine first in even rounds, last in odd one
 then the related lists, in this process on that round's database and bm25s index, alternated
 query by query (``--latency-queries`` articles drawn at random, after a warm-up): recengine's
 ``RelatedArticles.related(id, k=10)`` in a fresh ORM session as a web request has (the
-index loaded from the files the reindex published), bm25s's query terms and ``retrieve`` with
+index loaded from the files the reindex published, following the database's changes as a
+serving worker does: ``LiveIndex.follow_changes``, no position query while nothing changes),
+bm25s's query terms and ``retrieve`` with
 k = 11 (the article itself left out), by its numba backend and by its default numpy one.
 Wall clock and the process's CPU time per list (nothing else runs in it meanwhile; bm25s's
 numpy retrieval uses threads of its own).
@@ -214,7 +216,9 @@ class Lists:
 def open_lists(folder: Path, docs: list[Doc], bm25: Bm25Mlt) -> Lists:
     settings = settings_of(folder)
     factory = make_session_factory(make_engine(settings.resolved_database_url))
-    service = RelatedArticles(settings, LiveIndex(settings, factory, background=False))
+    index = LiveIndex(settings, factory, background=False)
+    index.follow_changes()  # as a serving worker: the WAL header, no position query per list
+    service = RelatedArticles(settings, index)
     ids = [d.id for d in docs]
     return Lists(service, factory, bm25, ids, {e: i for i, e in enumerate(ids)})
 

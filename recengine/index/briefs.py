@@ -16,7 +16,7 @@ since, in a dict. Array contracts of the main part:
 * ``ids`` ``int64 (n,)`` ascending, unique; ``clusters`` ``int64 (n,)`` (the canonical's id,
   or the article's own);
 * ``offsets`` ``int64 (n + 1,)`` into ``blob`` ``uint8 (m,)``: each row's record, one UTF-8
-  JSON array (:data:`FIELDS`' order);
+  JSON array (:data:`FIELDS`' order, but the terms), a NUL, the terms;
 * ``keys`` ``uint64 (n,)`` ascending: a 64-bit hash of each row's caller id, ``key_rows``
   ``int64 (n,)`` the row of each (equal hashes are all tried: the record says which is which).
 
@@ -100,13 +100,17 @@ def key_hash(external_id: str) -> int:
 
 
 def encode(brief: Brief) -> bytes:
-    return json.dumps(brief[1:-1], ensure_ascii=False, separators=(",", ":")).encode()
+    """The record: the fields as a JSON array, a NUL (never in JSON text), the terms (most of
+    the bytes: kept out of the JSON, which is parsed for every item shown)."""
+    head = json.dumps(brief[1:-2], ensure_ascii=False, separators=(",", ":")).encode()
+    return head + b"\0" + brief.terms.encode()
 
 
 def decode(article_id: int, record: bytes | memoryview, canonical: int) -> Brief:
-    values = json.loads(bytes(record))
+    head, _, terms = bytes(record).partition(b"\0")
+    values = json.loads(head)
     values[9] = tuple(values[9])
-    return Brief._make([article_id, *values, canonical])
+    return Brief._make([article_id, *values, terms.decode(), canonical])
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,7 +142,7 @@ class Briefs:
 
     def _row(self, article_id: int) -> int:
         rows: IdRows = self._rows
-        return int(rows.find(np.array([article_id], np.int64))[0])
+        return rows.find_one(article_id)
 
     def get(self, article_id: int) -> Brief | None:
         """The article's brief; None when it is not live under the version."""

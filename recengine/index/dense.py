@@ -12,14 +12,16 @@ FAISS index over its rows) and a **delta** (the rows added since the main part w
 searched by brute force). :meth:`DenseIndex.with_changes` returns a new index sharing the main
 part; :meth:`DenseIndex.compacted` builds a new main part of every live row.
 
-FAISS: ``IndexFlatIP`` (exact) below ``ivf_min`` rows; from there an IVF index (inner product)
+FAISS: an exhaustive scan below ``ivf_min`` rows; from there an IVF index (inner product)
 with ``nlist`` lists trained by k-means on a seeded sample, ``nprobe`` of them read per query:
-sub-millisecond at 1M rows where a flat scan takes ~70 ms (``BENCHMARKS.md``). Its lists hold
-the rows as float16 (``half``, ``IndexIVFScalarQuantizer`` QT_fp16: no training, so a load is
-as deterministic as before): a query reads half the bytes (at 1M, 64 dims, 32 of 1,024 lists:
-0.46 against 0.79 ms) and FAISS's copy of the vectors takes half the memory; the candidates
-are the same but for the rare row whose rounding moves it across the 100th place (top-100
-overlap 0.9995, the exact top 10 identical, ``BENCHMARKS.md``). IVF
+sub-millisecond at 1M rows where a flat scan takes ~70 ms (``BENCHMARKS.md``). Both hold the
+rows as float16 (``half``: ``IndexScalarQuantizer`` / ``IndexIVFScalarQuantizer`` QT_fp16, no
+training, so a load is as deterministic as before; off: ``IndexFlatIP`` / ``IndexIVFFlat``): a
+query reads half the bytes (at 1M, 64 dims, 32 of 1,024 lists: 0.46 against 0.79 ms; the scan
+of 9,882 rows of 576 dimensions: 2.6 against 7.0 ms at load 6.5) and FAISS's copy of the
+vectors takes half the memory. A few more rows than asked for are taken and re-scored exactly,
+so the candidates are the same but for the rare row whose rounding moves it across the 100th
+place (top-100 overlap 0.9995, the exact top 10 identical, ``BENCHMARKS.md``). IVF
 candidates are approximate, and which ones a query finds depends on which rows sit in the
 main part: the exact ranking scores every candidate from the stored vectors, so an answer
 differs only where IVF missed a neighbour. Dead rows of the main part are excluded inside the
@@ -42,6 +44,7 @@ import numpy.typing as npt
 
 from recengine.index.container import Arrays
 from recengine.index.ids import IdRows
+from recengine.rental import Rental
 
 I64 = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
@@ -51,6 +54,9 @@ Bools = npt.NDArray[np.bool_]
 DEAD_SHARE = 5  # compact when more than 1/DEAD_SHARE of the main part is dead
 MIN_DEAD = 1_000
 TRAIN_PER_LIST = 64  # k-means sample: rows per list (FAISS warns below 39)
+# values through numpy's exact inner products that cost what loading their kernel costs; a
+# step of a fifth of that loads it at once
+DOTS = Rental("recengine.index.dense_kernels", price=5_000_000, at_once=1_000_000)
 
 
 @dataclass(frozen=True)
@@ -128,7 +134,7 @@ class DenseIndex:
                 kwargs["params"] = _search_params(m, self.params.nprobe)
             # a few more than n: float16 rounding can only swap rows near the n-th place,
             # and the exact scores below put them back in order
-            wanted = n + max(8, n // 8) if self.params.half and m.lists.size else n
+            wanted = n + max(8, n // 8) if self.params.half else n
             _, found = m.faiss_index.search(q, min(wanted, len(m.ids)), **kwargs)
             rows = found[0][found[0] >= 0]
         ids = np.concatenate((m.ids[rows], self.delta_ids))
@@ -201,7 +207,7 @@ class DenseIndex:
         m = self.main
         return {
             "dims": self.dims,
-            "faiss": ("ivf-fp16" if self.params.half else "ivf") if m.lists.size else "flat",
+            "faiss": ("ivf" if m.lists.size else "flat") + ("-fp16" if self.params.half else ""),
             "ivf_lists": len(m.centroids),
             "delta_rows": len(self.delta_ids),
             "bytes": sum(a.nbytes for a in self.arrays().values()),
@@ -257,13 +263,18 @@ def dense_from_arrays(arrays: Arrays, params: DenseParams, dims: int) -> DenseIn
 
 
 def make_main(ids: I64, vectors: F32, alive: Bools, centroids: F32, lists: I64, half: bool) -> Main:
-    """A main part with its FAISS index (flat, or IVF from ``centroids`` and ``lists``, its
-    lists in float16 when ``half``)."""
+    """A main part with its FAISS index (flat, or IVF from ``centroids`` and ``lists``; its
+    codes in float16 when ``half``)."""
     dims = vectors.shape[1]
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     keep: list[Any] = [vectors]
     if not dims:
         index: Any = None
+    elif not lists.size and half:  # float16 codes, searched exhaustively (no training)
+        fp16, ip = faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT
+        index = faiss.IndexScalarQuantizer(dims, fp16, ip)
+        if len(vectors):
+            index.add(vectors)
     elif not lists.size:
         index = faiss.IndexFlatIP(dims)
         if len(vectors):
@@ -334,7 +345,16 @@ def _assign(centroids: F32, vectors: F32) -> I64:
     return np.ascontiguousarray(lists[:, 0], dtype=np.int64)
 
 
-def dots(vectors: F32, query: F64) -> F64:
-    """``float64 (n,)``: each row's inner product with ``query``, summed row by row (the same
-    value for a row whatever else is in ``vectors``: no BLAS blocking)."""
-    return np.asarray(np.sum(vectors.astype(np.float64) * query, axis=1), dtype=np.float64)
+def dots(vectors: F32, query: F64, rows: I64 | None = None) -> F64:
+    """``float64 (n,)``: the inner product of each row of ``vectors`` (of ``vectors[rows]`` when
+    given) with ``query``, summed row by row (the same value for a row whatever else is in
+    ``vectors``: no BLAS blocking), in numpy or compiled (``index.dense_kernels``: the same
+    floats), whichever pays in this process (``recengine.rental``)."""
+    n = len(vectors) if rows is None else len(rows)
+    compiled = DOTS.kernels(n * vectors.shape[1])
+    if compiled is not None:
+        at = np.arange(n, dtype=np.int64) if rows is None else np.asarray(rows, np.int64)
+        out: F64 = compiled.dense_dots(vectors, at, np.asarray(query, np.float64))
+        return out
+    taken = vectors if rows is None else vectors[rows]
+    return np.asarray(np.sum(taken.astype(np.float64) * query, axis=1), dtype=np.float64)

@@ -60,6 +60,18 @@ class IdRows:
         rows[inside] = table[offset[inside]]
         return rows
 
+    def find_one(self, article_id: int) -> int:
+        """Row of one id (``-1``: not held), without arrays around it (a list's few items)."""
+        own = self.ids
+        if not len(own):
+            return -1
+        table = self._table
+        if table is not None:
+            offset = article_id - int(own[0])
+            return int(table[offset]) if 0 <= offset < len(table) else -1
+        row = int(np.searchsorted(own, article_id))
+        return row if row < len(own) and int(own[row]) == article_id else -1
+
     @cached_property
     def _table(self) -> npt.NDArray[np.int32] | None:
         """``id - ids[0]`` -> row (``-1``: no such id), or None when the range is too wide."""

@@ -27,6 +27,7 @@ for a few articles); after a reindex, loading the file the reindex published (un
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +41,9 @@ from recengine.errors import ModelMissing
 from recengine.index.briefs import Briefs
 from recengine.index.follower import Follower
 from recengine.index.related.view import IndexView, Part, SearchParams
+from recengine.storage.notify import ChangeListener, listens
 from recengine.storage.rows.index_rows import SqlIndexRows
+from recengine.storage.walwatch import WalWatch, watched_file
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,6 +119,41 @@ class LiveIndex:
     def followers(self) -> tuple[Follower[Any], ...]:
         """Every follower a read syncs (what change notifications must reach)."""
         return self.follower, self.dense, self.briefs
+
+    def follow_changes(
+        self,
+        changed: Callable[[], None] = lambda: None,
+        connected: Callable[[bool], None] = lambda live: None,
+    ) -> ChangeListener | WalWatch | None:
+        """Follow the database's changes without a query per answer (``index.listen``):
+        PostgreSQL's notifications (``storage.notify``), SQLite's WAL-index header
+        (``storage.walwatch``), so reads stop checking SQL while nothing changes. Returns the
+        listener (None: the database offers neither, or ``index.listen`` is off); ``changed``
+        is called on each notification, ``connected`` when the channel comes or goes."""
+        index, url = self.settings.index, self.settings.resolved_database_url
+        shm = watched_file(url)
+        if not index.listen or not (listens(url) or shm):
+            return None
+        followers = self.followers()
+
+        def on_change() -> None:
+            for follower in followers:
+                follower.notified()
+            changed()
+
+        live: Callable[[], bool]
+        listener: ChangeListener | WalWatch
+        if shm is not None:
+            watch = listener = WalWatch(shm, on_change)
+            live = watch.look
+            connected(True)  # looked at by every read; not live only while it has no file
+        else:
+            connected(False)
+            channel = listener = ChangeListener(url, on_change, connected).start()
+            live = lambda: channel.live  # noqa: E731
+        for follower in followers:
+            follower.follow_notifications(live, index.listen_interval_s)
+        return listener
 
     def current(self, *, session: Session) -> Snapshot:
         """The snapshot to answer from, caught up with SQL first (see the module docstring).

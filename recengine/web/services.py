@@ -30,14 +30,13 @@ from recengine.recommend.override_rules import DuplicatePins
 from recengine.recommend.overrides import Overrides
 from recengine.recommend.ranking import Variants
 from recengine.recommend.related import RelatedArticles
-from recengine.storage.notify import ChangeListener, listens
-from recengine.storage.walwatch import WalWatch, watched_file
+from recengine.storage.notify import ChangeListener
+from recengine.storage.walwatch import WalWatch
 from recengine.text.compare import Compared
 from recengine.text.tokenize import Tokenizer
 from recengine.web.schemas.core import Models
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
 
     from recengine.index.follower import Follower
     from recengine.web.metrics import Metrics
@@ -117,33 +116,19 @@ class Services:
         (``index.listen``): PostgreSQL's notifications (``storage.notify``), SQLite's WAL-index
         header (``storage.walwatch``), so reads stop checking SQL while nothing changes.
         Idempotent."""
-        index, url = self.settings.index, self.settings.resolved_database_url
-        shm = watched_file(url)
-        if self.listener is not None or not index.listen or not (listens(url) or shm):
+        if self.listener is not None:
             return
-        followers = self.index.followers()  # what reads sync
+        metrics = self.metrics
 
         def changed() -> None:
-            for follower in followers:
-                follower.notified()
-            if self.metrics is not None:
-                self.metrics.notifications.inc()
+            if metrics is not None:
+                metrics.notifications.inc()
 
         def connected(live: bool) -> None:
-            if self.metrics is not None:
-                self.metrics.listening.set(int(live))
+            if metrics is not None:
+                metrics.listening.set(int(live))
 
-        live: Callable[[], bool]
-        if shm is not None:
-            watch = self.listener = WalWatch(shm, changed)
-            live = watch.look
-            connected(True)  # looked at by every read; not live only while it has no file
-        else:
-            connected(False)
-            listener = self.listener = ChangeListener(url, changed, connected).start()
-            live = lambda: listener.live  # noqa: E731
-        for follower in followers:
-            follower.follow_notifications(live, index.listen_interval_s)
+        self.listener = self.index.follow_changes(changed, connected)
 
     @property
     def ingester(self) -> Ingester:
