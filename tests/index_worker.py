@@ -40,10 +40,10 @@ class Rollback(Exception):
 
 def canonical(follower: Follower[Any]) -> dict[str, bytes]:
     """The held index in a form that does not depend on how it was reached: compacted (one
-    segment for segmented kinds), as its arrays' bytes."""
+    segment for segmented kinds), as its comparable arrays' bytes (``IndexKind.comparable``)."""
     held = follower.held
     assert held is not None
-    arrays = follower.kind.arrays(follower.kind.compact(held.index))
+    arrays = follower.kind.comparable(held.index)
     out = {k: np.ascontiguousarray(v).tobytes() + str(v.dtype).encode() for k, v in arrays.items()}
     return {**out, "size": str(follower.kind.size(held.index)).encode()}
 

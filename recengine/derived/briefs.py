@@ -1,7 +1,8 @@
 """What lists show and suppress of each article, as a kind the follower keeps in step with SQL.
 
 Rows: each live article's caller id, title, url, card, publication time, category and tags,
-the terms of its stored vector, with its member row under the version (an outer join,
+the terms of its stored vector (their names: ``index.vocabulary``), with its member row under
+the version (an outer join,
 ``storage.rows.index_rows``): the ``index.briefs.Briefs`` a related list reads instead of SQL
 (``recommend.related``).
 
@@ -15,13 +16,13 @@ Saved after builds and compactions, like the related index (the file holds every
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from recengine.config import Settings
 from recengine.derived.indexes import follower_options, index_directory
 from recengine.derived.rows import epoch
-from recengine.features.tfidf import vector_terms
+from recengine.features.tfidf import named_terms
 from recengine.index.briefs import Brief, Briefs, briefs_from_arrays, build_briefs
 from recengine.index.container import Arrays
 from recengine.index.follower import Follower
@@ -59,16 +60,23 @@ class BriefKind(IndexKind[Briefs]):
         self.delta_max = delta_max
 
     def params(self) -> dict[str, Any]:
-        return {"format": 1}
+        return {"format": 2}
 
     def build(self, pages: Iterable[Sequence[Any]]) -> Briefs:
-        return build_briefs([brief_of(r) for page in pages for r in page])
+        rows = [r for page in pages for r in page]
+        return build_briefs([brief_of(r) for r in rows], _terms(rows))
 
     def apply(self, index: Briefs, drops: I64, upserts: Sequence[Any]) -> Briefs:
-        return index.with_changes(drops, [brief_of(r) for r in upserts])
+        return index.with_changes(drops, [brief_of(r) for r in upserts], _terms(upserts))
 
     def arrays(self, index: Briefs) -> Arrays:
         return index.arrays()
+
+    def comparable(self, index: Briefs) -> Arrays:
+        """Without the vocabulary: it keeps the names of terms of deleted articles (never
+        wrong, never read), so how much of it a process holds depends on its history."""
+        whole = self.arrays(index)
+        return {k: v for k, v in whole.items() if not k.startswith("vocabulary.")}
 
     def restore(self, arrays: Arrays) -> Briefs:
         return briefs_from_arrays(arrays)
@@ -109,9 +117,14 @@ def brief_of(row: Any) -> Brief:
         row.member_rule if member else None,
         None if row.member_score is None else float(row.member_score),
         int(row.member_distance) if member else 0,
-        vector_terms(row.vector),
         int(row.canonical_id) if member else int(row.id),
     )
+
+
+def _terms(rows: Sequence[Any]) -> Iterator[tuple[int, str]]:
+    """``(hash, term)`` of every term of the rows' stored vectors."""
+    for row in rows:
+        yield from named_terms(row.vector)
 
 
 def brief_follower(settings: Settings, *, background: bool) -> Follower[Briefs]:

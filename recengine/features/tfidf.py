@@ -94,17 +94,15 @@ class SparseVector:
         return dict(zip(self.terms, self.weights.tolist(), strict=True))
 
 
-def vector_terms(blob: bytes) -> str:
-    """Only the terms of :meth:`SparseVector.to_bytes` output, ``"\\n"``-joined in the
-    vector's order (what is held beside an index that keeps the hashes and weights).
+def named_terms(blob: bytes) -> list[tuple[int, str]]:
+    """``(hash, term)`` of each term of :meth:`SparseVector.to_bytes` output (what names the
+    hashes an index holds: ``index.vocabulary``), without the weights.
 
     Raises:
-        ValueError: the blob is shorter than its header says.
+        ValueError: the blob is damaged.
     """
-    (m,) = struct.unpack_from("<I", blob)
-    if len(blob) < 4 + 12 * m:
-        raise ValueError(f"corrupt vector: {len(blob)} bytes cannot hold {m} terms")
-    return bytes(blob[4 + 12 * m :]).decode("utf-8")
+    vector = SparseVector.from_bytes(blob)
+    return list(zip(vector.hashes.tolist(), vector.terms, strict=True))
 
 
 EMPTY_VECTOR = SparseVector((), np.zeros(0, np.uint64), np.zeros(0, np.float32))

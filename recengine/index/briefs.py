@@ -6,9 +6,9 @@ One :class:`Brief` per live article of a model version: the caller's id, title, 
 (image, summary and the rule it was derived by), publication time (as shown and in Unix
 seconds), category, tags, and the article's cluster: the canonical it is a member of, with the
 rule, figure and distance of its join (a canonical or a singleton is its own cluster, the
-rule ``None``), as ``cluster_members`` holds them under the version; and the terms of its
-stored vector (the index holds their hashes only), which name the shared terms of a list about
-it.
+rule ``None``), as ``cluster_members`` holds them under the version. Beside them, the names of
+the terms of every article's stored vector (``index.vocabulary``: the index holds their hashes
+only), which name the shared terms of a list about an article.
 
 Layout (:class:`Briefs`, immutable): a **main** part of columns, and the **changes** applied
 since, in a dict. Array contracts of the main part:
@@ -16,7 +16,7 @@ since, in a dict. Array contracts of the main part:
 * ``ids`` ``int64 (n,)`` ascending, unique; ``clusters`` ``int64 (n,)`` (the canonical's id,
   or the article's own);
 * ``offsets`` ``int64 (n + 1,)`` into ``blob`` ``uint8 (m,)``: each row's record, one UTF-8
-  JSON array (:data:`FIELDS`' order, but the terms), a NUL, the terms;
+  JSON array (:data:`FIELDS`' order);
 * ``keys`` ``uint64 (n,)`` ascending: a 64-bit hash of each row's caller id, ``key_rows``
   ``int64 (n,)`` the row of each (equal hashes are all tried: the record says which is which).
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -39,6 +39,7 @@ import numpy.typing as npt
 
 from recengine.index.container import Arrays
 from recengine.index.ids import IdRows
+from recengine.index.vocabulary import Vocabulary, build_vocabulary, vocabulary_from_arrays
 
 I64 = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
@@ -59,7 +60,6 @@ FIELDS = (
     "rule",
     "score",
     "distance",
-    "terms",
 )
 
 
@@ -85,7 +85,6 @@ class Brief(NamedTuple):
     rule: str | None
     score: float | None
     distance: int
-    terms: str  # its vector's terms, "\n"-joined in the vector's order (what explanations name)
     canonical: int
 
     @property
@@ -100,17 +99,13 @@ def key_hash(external_id: str) -> int:
 
 
 def encode(brief: Brief) -> bytes:
-    """The record: the fields as a JSON array, a NUL (never in JSON text), the terms (most of
-    the bytes: kept out of the JSON, which is parsed for every item shown)."""
-    head = json.dumps(brief[1:-2], ensure_ascii=False, separators=(",", ":")).encode()
-    return head + b"\0" + brief.terms.encode()
+    return json.dumps(brief[1:-1], ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def decode(article_id: int, record: bytes | memoryview, canonical: int) -> Brief:
-    head, _, terms = bytes(record).partition(b"\0")
-    values = json.loads(head)
+    values = json.loads(bytes(record))
     values[9] = tuple(values[9])
-    return Brief._make([article_id, *values, terms.decode(), canonical])
+    return Brief._make([article_id, *values, canonical])
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,6 +120,7 @@ class Briefs:
     key_rows: I64
     changes: Mapping[int, Brief | None]
     changed_keys: Mapping[str, int]  # caller id -> internal id, of the changes' briefs
+    vocabulary: Vocabulary
     _rows: IdRows = field(init=False, repr=False)
     _size: int = field(init=False, repr=False)
 
@@ -193,8 +189,11 @@ class Briefs:
                     out[j] = NO_ARTICLE if b is None else b.canonical
         return out
 
-    def with_changes(self, drops: I64, upserts: Sequence[Brief]) -> Briefs:
-        """These briefs without ``drops`` and with ``upserts`` (added or replacing)."""
+    def with_changes(
+        self, drops: I64, upserts: Sequence[Brief], terms: Iterable[tuple[int, str]] = ()
+    ) -> Briefs:
+        """These briefs without ``drops`` and with ``upserts`` (added or replacing), and the
+        ``terms`` (hash, name) of the upserts' vectors."""
         changes = dict(self.changes)
         keys = dict(self.changed_keys)
         for a in drops.tolist():
@@ -210,13 +209,15 @@ class Briefs:
             keys[b.external_id] = b.id
         return Briefs(
             self.ids, self.clusters, self.offsets, self.blob, self.keys, self.key_rows,
-            changes, keys,
+            changes, keys, self.vocabulary.with_terms(terms),
         )  # fmt: skip
 
     def compacted(self) -> Briefs:
         """The same briefs, every one in the main part."""
         if not self.changes:
-            return self
+            return self if not self.vocabulary.added else replace(
+                self, vocabulary=self.vocabulary.compacted()
+            )
         changed = np.fromiter(self.changes, np.int64, len(self.changes))
         rows = np.flatnonzero(~np.isin(self.ids, changed))
         added = sorted((b for b in self.changes.values() if b is not None), key=lambda b: b.id)
@@ -242,6 +243,7 @@ class Briefs:
             offsets,
             blob,
             np.concatenate((row_keys[rows], keys))[order],
+            self.vocabulary.compacted(),
         )
 
     def arrays(self) -> Arrays:
@@ -253,15 +255,18 @@ class Briefs:
             "blob": whole.blob,
             "keys": whole.keys,
             "key_rows": whole.key_rows,
+            **whole.vocabulary.arrays("vocabulary."),
         }
 
     def nbytes(self) -> int:
         base = sum(int(a.nbytes) for a in (self.ids, self.clusters, self.offsets, self.blob))
-        return base + int(self.keys.nbytes + self.key_rows.nbytes) + 512 * len(self.changes)
+        held = int(self.keys.nbytes + self.key_rows.nbytes) + self.vocabulary.nbytes()
+        return base + held + 512 * len(self.changes)
 
 
-def build_briefs(briefs: Sequence[Brief]) -> Briefs:
-    """The briefs of ``briefs`` (ids unique, any order), all in the main part."""
+def build_briefs(briefs: Sequence[Brief], terms: Iterable[tuple[int, str]] = ()) -> Briefs:
+    """The briefs of ``briefs`` (ids unique, any order), all in the main part, with the
+    ``terms`` (hash, name) of their vectors."""
     ordered = sorted(briefs, key=lambda b: b.id)
     records = [encode(b) for b in ordered]
     offsets = _offsets(np.fromiter((len(r) for r in records), np.int64, len(records)))
@@ -271,6 +276,7 @@ def build_briefs(briefs: Sequence[Brief]) -> Briefs:
         offsets,
         np.frombuffer(b"".join(records), np.uint8).copy(),
         np.fromiter((key_hash(b.external_id) for b in ordered), np.uint64, len(ordered)),
+        build_vocabulary(terms),
     )
 
 
@@ -300,13 +306,17 @@ def briefs_from_arrays(arrays: Arrays) -> Briefs:
     )
     if not fits:
         raise ValueError("brief arrays do not fit together")
-    return Briefs(ids, clusters, offsets, blob, keys, key_rows, {}, {})
+    vocabulary = vocabulary_from_arrays(arrays, "vocabulary.")
+    return Briefs(ids, clusters, offsets, blob, keys, key_rows, {}, {}, vocabulary)
 
 
-def _assembled(ids: I64, clusters: I64, offsets: I64, blob: Any, row_keys: U64) -> Briefs:
+def _assembled(
+    ids: I64, clusters: I64, offsets: I64, blob: Any, row_keys: U64, vocabulary: Vocabulary
+) -> Briefs:
     """Briefs of columns by row, with the keys (``row_keys``: each row's) sorted."""
     order = np.argsort(row_keys, kind="stable")
-    return Briefs(ids, clusters, offsets, blob, row_keys[order], order.astype(np.int64), {}, {})
+    keys, rows = row_keys[order], order.astype(np.int64)
+    return Briefs(ids, clusters, offsets, blob, keys, rows, {}, {}, vocabulary)
 
 
 def _offsets(lengths: I64) -> I64:

@@ -144,6 +144,12 @@ class IndexKind(ABC, Generic[T]):
     def arrays(self, index: T) -> Arrays:
         """The whole state as named arrays (saved in the file container)."""
 
+    def comparable(self, index: T) -> Arrays:
+        """What every process following the same changes holds alike, whatever its history
+        (what the conformance tests compare): :meth:`arrays`, unless the kind keeps more than
+        its answers need (the briefs' names of terms no live article has any more)."""
+        return self.arrays(self.compact(index))
+
     @abstractmethod
     def restore(self, arrays: Arrays) -> T:
         """The index back from :meth:`arrays` (possibly memory-mapped).

@@ -421,8 +421,8 @@ def load_query(session: Session, snap: Snapshot, external_id: str) -> Query:
 
 def held_query(snap: Snapshot, external_id: str) -> Query | None:
     """The query article as the snapshot holds it (its brief and its index row: the stored
-    vector's hashes and weights, with the brief's terms), or None when it does not (no
-    briefs, or an article the index does not hold: SQL says why)."""
+    vector's hashes and weights, their terms named by the briefs' vocabulary), or None when
+    it does not (no briefs, or an article the index does not hold: SQL says why)."""
     if snap.briefs is None:
         return None
     article = snap.briefs.find(external_id)
@@ -431,9 +431,10 @@ def held_query(snap: Snapshot, external_id: str) -> Query | None:
     if where is None or brief is None:
         return None
     hashes, weights = snap.view.vector(*where)
-    terms = tuple(brief.terms.split("\n")) if len(hashes) else ()
-    if len(terms) != len(hashes):
+    names = snap.briefs.vocabulary.names(hashes)
+    if names is None:
         return None
+    terms = tuple(names)
     fingerprint = int(snap.view.parts[where[0]].segment.fingerprints[where[1]])
     vector = SparseVector(terms, hashes, weights) if terms else EMPTY_VECTOR
     return Query(

@@ -30,7 +30,6 @@ def brief(i: int, version: int = 0, canonical: int | None = None) -> Brief:
         "resemblance" if canonical is not None else None,
         0.5 if canonical is not None else None,
         3 if canonical is not None else 0,
-        "词\n语" if i % 5 else "",
         i if canonical is None else canonical,
     )
 
@@ -92,3 +91,20 @@ def test_arrays_that_do_not_fit_together_are_refused() -> None:
         briefs_from_arrays({**arrays, "offsets": arrays["offsets"][:-1]})
     with pytest.raises(ValueError):
         briefs_from_arrays({k: v for k, v in arrays.items() if k != "blob"})
+
+
+def test_the_vocabulary_names_every_hash_it_was_given_and_no_other() -> None:
+    first = [(h * 7919 + 3, f"词{h}") for h in range(50)]
+    later = [(h * 7919 + 3, f"词{h}") for h in range(40, 90)]  # some known already
+    held = build_briefs([brief(1)], first)
+    held = held.with_changes(np.zeros(0, np.int64), [brief(2)], later)
+    for vocabulary in (
+        held.vocabulary,
+        held.compacted().vocabulary,
+        briefs_from_arrays(held.arrays()).vocabulary,
+    ):
+        hashes = np.array([h * 7919 + 3 for h in (89, 0, 45, 12)], np.uint64)
+        assert vocabulary.names(hashes) == ["词89", "词0", "词45", "词12"]
+        assert vocabulary.names(np.array([5], np.uint64)) is None  # never given
+        assert vocabulary.names(np.zeros(0, np.uint64)) == []
+        assert len(vocabulary) == 90

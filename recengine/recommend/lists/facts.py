@@ -140,7 +140,6 @@ def brief_of_row(row: Row[Any]) -> Brief:
         None,
         None,
         0,
-        "",  # (its terms: only a query's are named, and a query is read apart)
         int(row.id),
     )
 
