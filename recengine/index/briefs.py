@@ -16,7 +16,8 @@ since, in a dict. Array contracts of the main part:
 * ``ids`` ``int64 (n,)`` ascending, unique; ``clusters`` ``int64 (n,)`` (the canonical's id,
   or the article's own);
 * ``offsets`` ``int64 (n + 1,)`` into ``blob`` ``uint8 (m,)``: each row's record, one UTF-8
-  JSON array (:data:`FIELDS`' order);
+  JSON array of the :class:`Brief`'s fields but the first and last (id and cluster, which
+  are columns);
 * ``keys`` ``uint64 (n,)`` ascending: a 64-bit hash of each row's caller id, ``key_rows``
   ``int64 (n,)`` the row of each (equal hashes are all tried: the record says which is which).
 
@@ -46,21 +47,6 @@ U64 = npt.NDArray[np.uint64]
 NO_ARTICLE = -1
 CHUNK = 65_536  # rows per step of a compaction's copy of the blob
 
-FIELDS = (
-    "external_id",
-    "title",
-    "url",
-    "card_image",
-    "card_summary",
-    "card_rule",
-    "published_at",
-    "published",
-    "category",
-    "tags",
-    "rule",
-    "score",
-    "distance",
-)
 
 
 class Brief(NamedTuple):
