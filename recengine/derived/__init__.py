@@ -11,6 +11,8 @@ stored rows into an index needs both (vectors are decoded with ``features``):
   source);
 * :mod:`recengine.derived.related`: the candidate index of related articles (segments);
 * :mod:`recengine.derived.dense`: the dense (LSA) vectors of articles and their FAISS index;
+* :mod:`recengine.derived.briefs`: what lists show and suppress of each article (card, labels,
+  cluster) and the names of its terms;
 * :mod:`recengine.derived.indexes`: where their files live;
 * :mod:`recengine.derived.registry`: the set of them a reindex publishes after its switch.
 
