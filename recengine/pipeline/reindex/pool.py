@@ -172,9 +172,11 @@ class AnalysisPool:
             file.path.unlink(missing_ok=True)
 
     def spool_batches(self, batches: Iterable[Task]) -> Iterator[Spooled]:
-        """Per batch of ``(id, title, content)``, its spool record (:class:`Spooled`, with what
-        is compared of its texts when the batch asks for it: returned or spilled to a file of
-        the worker's, ``reindex_job.spool_batch``), in input order; like
+        """Per task (a batch of ``(id, title, content)``, what it asks, and optionally the
+        encoder vectors it may reuse: ``reindex_job.Task``), its spool record
+        (:class:`Spooled`, with what is compared of its texts when the batch asks for it:
+        returned or spilled to a file of the worker's, ``reindex_job.spool_batch``), in input
+        order; like
         :meth:`analyze_batches`, with the pickling and the document-frequency count done by
         the workers."""
         if not self.parallel:
