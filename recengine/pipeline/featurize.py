@@ -238,8 +238,8 @@ class Featurizer:
         Args:
             known: per item, the encoder vector stored for it and the hash of the text it was
                 computed from (a full reindex's, of the active version: :data:`Known`); a text
-                whose hash is that one is not encoded again (the encoder is ~90 % of the CPU
-                of a reindex of long articles, BENCHMARKS.md issue 50 item 2).
+                whose hash is that one is not encoded again (the encoder was about half the
+                CPU of a full reindex of long articles, BENCHMARKS.md issue 50 item 2).
         """
         words = self._words  # read once: another thread may switch them meanwhile
         strip = self.settings.features.strip_boilerplate

@@ -298,8 +298,9 @@ def reusable_vectors(run: ReindexRun) -> int | None:
 
     A vector is reused only for a text whose hash now is the article's stored one
     (``Featurizer.analyze_texts``): the same clean text, the same lead, the same vector. The
-    encoder is most of a full reindex's CPU (~85 % on long articles, BENCHMARKS.md issue 50 item
-    2) and gives nothing new for a text it has seen."""
+    encoder was about half a full reindex's CPU on long articles (38.7 CPU-seconds for 55 MB with
+    it, 17-22 without, BENCHMARKS.md issue 50 item 2) and gives nothing new for a text it has
+    seen."""
     settings = run.featurizer.settings
     if not run.featurizer.encodes:
         return None
