@@ -126,6 +126,25 @@ def fit_lsa(
     """
     if dims < 1:
         raise ValueError(f"dims must be >= 1, got {dims}")
+    from threadpoolctl import threadpool_limits
+
+    # One BLAS thread: the products are thin (50,000 x 74); OpenBLAS's threads spin-wait for
+    # each other on a busy machine (a reindex's workers beside it, another process): the fit's
+    # ten factorisations took 3.9 s at load 5 on 2 cores, 0.85 s on one thread (BENCHMARKS.md,
+    # issue 50 item 2)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _fit(hashes, weights, dims, max_terms, power_iterations, seed, orthonormalize)
+
+
+def _fit(
+    hashes: Sequence[npt.NDArray[np.uint64]],
+    weights: Sequence[npt.NDArray[np.float32]],
+    dims: int,
+    max_terms: int,
+    power_iterations: int,
+    seed: int,
+    orthonormalize: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]] | None,
+) -> LsaModel:
     vocab = _vocabulary(hashes, max_terms)
     if min(len(hashes), len(vocab)) <= dims:
         raise ValueError(f"{len(hashes)} vectors over {len(vocab)} terms cannot give {dims} dims")

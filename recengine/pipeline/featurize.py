@@ -20,7 +20,7 @@ from typing import Any
 
 from recengine.config import DenseSettings, Settings, TokenizerSettings
 from recengine.features.counts import TermCounts
-from recengine.features.encoder import identity, lead_text, load_encoder
+from recengine.features.encoder import DIMS, identity, lead_text, load_encoder
 from recengine.features.encoder import to_bytes as encoder_bytes
 from recengine.features.fingerprint import batch_fingerprints, fingerprints
 from recengine.features.hashing import TermHasher
@@ -36,6 +36,10 @@ from recengine.text.passages import Passages
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 
 Words = tuple[str, ...]  # discovered words a tokenizer adds to its dictionary, sorted
+# Per text, the (text hash, encoder vector) stored for it under a version of the same encoder
+# settings, or None: the vector is reused when the text's hash is that one (the same clean text,
+# the same lead: the same vector), see ``Featurizer.analyze_texts``.
+Known = Sequence[tuple[str, bytes] | None]
 
 
 @dataclass(frozen=True)
@@ -224,14 +228,23 @@ class Featurizer:
         parts = [clean_parts(title, content, strip) for title, content in items]
         return self._count_parts(parts, self.tokenizer_for(self._words if words is None else words))
 
-    def analyze_texts(self, items: Sequence[tuple[str, str]]) -> TextAnalysis:
+    def analyze_texts(
+        self, items: Sequence[tuple[str, str]], known: Known | None = None
+    ) -> TextAnalysis:
         """:meth:`analyze_many` of ``(title, content)`` pairs, with each one's passage hashes
         and word points, from one cleaning of each text: what an ingest and a reindex's
-        workers compute, so that no later step cleans it again."""
+        workers compute, so that no later step cleans it again.
+
+        Args:
+            known: per item, the encoder vector stored for it and the hash of the text it was
+                computed from (a full reindex's, of the active version: :data:`Known`); a text
+                whose hash is that one is not encoded again (the encoder was about half the
+                CPU of a full reindex of long articles, BENCHMARKS.md issue 50 item 2).
+        """
         words = self._words  # read once: another thread may switch them meanwhile
         strip = self.settings.features.strip_boilerplate
         parts = [clean_parts(title, content, strip) for title, content in items]
-        analyzed = self._count_parts(parts, self.tokenizer_for(words))
+        analyzed = self._count_parts(parts, self.tokenizer_for(words), known)
         points = [points_of(title, body) for title, body in parts]
         return TextAnalysis(analyzed, [p.passages() for p in points], points, words)
 
@@ -240,7 +253,9 @@ class Featurizer:
         weigh, see :meth:`analyze_many`)."""
         return self._analyzed(texts, texts, self.tokenizer)
 
-    def _count_parts(self, parts: Sequence[tuple[str, str]], tokenizer: Tokenizer) -> Analyzed:
+    def _count_parts(
+        self, parts: Sequence[tuple[str, str]], tokenizer: Tokenizer, known: Known | None = None
+    ) -> Analyzed:
         """Hashes and term counts of clean ``(title, body)`` texts: the hash of the text
         (:func:`text_of`), the counts of its words with the title's counted
         ``features.title_weight`` times (the title written again below the text for the
@@ -255,7 +270,23 @@ class Featurizer:
         analyzed = self._analyzed(texts, weighted, tokenizer)
         if not self.encodes:
             return analyzed
-        return Analyzed(analyzed.text_hashes, analyzed.counts, self.embed(parts))
+        embedded = self._embedded(parts, analyzed.text_hashes, known)
+        return Analyzed(analyzed.text_hashes, analyzed.counts, embedded)
+
+    def _embedded(
+        self, parts: Sequence[tuple[str, str]], hashes: Sequence[str], known: Known | None
+    ) -> list[bytes]:
+        """:meth:`embed` of the texts whose hash is not the one of their ``known`` vector."""
+        out: list[bytes | None] = [None] * len(parts)
+        stored_of = known or [None] * len(parts)
+        for i, (digest, stored) in enumerate(zip(hashes, stored_of, strict=True)):
+            if stored is not None and stored[0] == digest and len(stored[1]) == 2 * DIMS:
+                out[i] = stored[1]
+        todo = [i for i, e in enumerate(out) if e is None]
+        if todo:
+            for i, vector in zip(todo, self.embed([parts[i] for i in todo]), strict=True):
+                out[i] = vector
+        return [e for e in out if e is not None]
 
     def embed(self, parts: Sequence[tuple[str, str]]) -> list[bytes]:
         """The sentence encoder's vectors of clean ``(title, body)`` texts: their title and

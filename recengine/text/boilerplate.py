@@ -58,6 +58,7 @@ _DISCLAIMER = re.compile(
 # Sohu's chrome, glued to the end of the last paragraph (NFKC has folded "，" and "："). A line
 # left empty by the cut is dropped.
 _SOHU_TAIL = re.compile(r"[\s▼]*(?:\W?阅读原文\W?|大家都在看)?\s*返回搜狐[,，]\s*查看更多.*$")
+_SOHU = "返回搜狐"  # what _SOHU_TAIL cannot match without
 _URL = re.compile(r"https?://\S+|www\.\S+", re.IGNORECASE)
 # A short line carrying a publication date: the byline of a repost ("… 发布于 2023-05-01 …").
 _DATED = re.compile(r"\d{4}\s*[-/年.]\s*\d{1,2}\s*[-/月.]\s*\d{1,2}")
@@ -88,7 +89,9 @@ def strip_boilerplate(text: str) -> str:
         '正文第一段。'
     """
     lines = text.split("\n")
-    if (cut := _SOHU_TAIL.search(lines[-1])) is not None:
+    # the literal first (a C-speed scan): the expression, tried at every position of a long
+    # last line, was 80 % of this function's cost on long articles
+    if _SOHU in lines[-1] and (cut := _SOHU_TAIL.search(lines[-1])) is not None:
         lines[-1] = lines[-1][: cut.start()]
         if not lines[-1].strip():
             lines.pop()

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from recengine.text.shingles import EMPTY, Points, run_hashes, word_points
+from recengine.text.shingles import EMPTY, HASHING, Points, run_hashes, word_points
 
 PASSAGE_CHARS = 12
 PASSAGES_KEPT = 8
@@ -78,6 +78,10 @@ def passages_of(words: Points, n: int = PASSAGE_CHARS, m: int = PASSAGES_KEPT) -
         raise ValueError(f"n must be >= 1, got {n}")
     if not len(words):
         return EMPTY
+    kernels = HASHING.kernels(len(words))
+    if kernels is not None:  # the same values in one pass (``text.shingle_kernels``)
+        lowest: Passages = kernels.lowest_mixed(words, n, m)
+        return lowest
     mixed = mix64(run_hashes(words, n))  # a bijection: repeated runs stay equal, others apart
     # The m smallest distinct values lie among the 4m smallest values whenever those hold m
     # distinct ones (a text rarely repeats a run more than 3 times): no sort of the whole set.

@@ -28,6 +28,8 @@ from functools import cache
 import numpy as np
 import numpy.typing as npt
 
+from recengine.rental import Rental
+
 SHINGLE_CHARS = 5
 NOT_WORD = re.compile(r"[\W_]+")  # whitespace, punctuation, symbols
 _BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplication is a bijection mod 2^64
@@ -36,6 +38,10 @@ _BMP = 0x10000
 Shingles = npt.NDArray[np.uint64]
 Points = npt.NDArray[np.uint32]
 EMPTY: Shingles = np.zeros(0, dtype=np.uint64)
+# The compiled run hashes (``text.shingle_kernels``: the same values), bought once the numpy
+# formulations have hashed this many word points (about what loading them costs, ~0.1 s where
+# numba is loaded already, as in a reindex's workers) or for a text this long.
+HASHING = Rental("recengine.text.shingle_kernels", price=2_000_000, at_once=1_000_000)
 
 
 @cache
@@ -85,6 +91,12 @@ def shingles_of(words: Points, n: int = SHINGLE_CHARS) -> Shingles:
         raise ValueError(f"n must be >= 1, got {n}")
     if not len(words):
         return EMPTY
+    kernels = HASHING.kernels(len(words))
+    if kernels is not None:
+        ordered = kernels.run_hashes(words, n)
+        ordered.sort()
+        distinct: Shingles = kernels.distinct(ordered)
+        return distinct
     hashes = run_hashes(words, n)
     hashes.sort()
     return hashes[np.r_[True, hashes[1:] != hashes[:-1]]]

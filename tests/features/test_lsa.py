@@ -155,3 +155,19 @@ def test_bad_dimensions(dims: int) -> None:
     hashes, weights = low_rank_corpus()
     with pytest.raises(ValueError):
         fit_lsa(hashes, weights, dims=dims)
+
+
+def test_the_fit_runs_on_one_blas_thread() -> None:
+    """The fit's products are thin: OpenBLAS's threads only wait for each other on a busy
+    machine (3.9 s against 0.85 s at load 5 on 2 cores, BENCHMARKS.md issue 50 item 2)."""
+    from threadpoolctl import threadpool_info
+
+    seen: list[int] = []
+
+    def recording(a: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        seen.extend(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas")
+        return orthonormal(a)
+
+    hashes, weights = low_rank_corpus()
+    fit_lsa(hashes, weights, 4, orthonormalize=recording)
+    assert seen and set(seen) == {1}

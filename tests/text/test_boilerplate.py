@@ -80,3 +80,26 @@ def test_the_sohu_suffix_is_cut_and_its_paragraph_kept() -> None:
     poem = "从此决定了我一生的道路。\n以上内容整理自网络,如有侵权请联系删除\n新浪微博:听力室"
     assert strip_boilerplate(BODY + "\n" + poem) == BODY + "\n从此决定了我一生的道路。"
     assert strip_boilerplate("返回搜狐,查看更多 责任编辑:") == "返回搜狐,查看更多 责任编辑:"
+
+
+def test_a_last_line_without_the_sohu_chrome_is_not_searched_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The expression tried at every position of a long last paragraph was 80 % of the
+    function's cost on long articles (BENCHMARKS.md, issue 50 item 2): the literal it needs is
+    looked for first."""
+    from recengine.text import boilerplate
+
+    searched: list[str] = []
+
+    class Counting:
+        def search(self, line: str) -> object:
+            searched.append(line)
+            return boilerplate._SOHU_TAIL_PATTERN.search(line)
+
+    monkeypatch.setattr(boilerplate, "_SOHU_TAIL_PATTERN", boilerplate._SOHU_TAIL, raising=False)
+    monkeypatch.setattr(boilerplate, "_SOHU_TAIL", Counting())
+    body = "正文第一段。\n" + "很长的最后一段，" * 500
+    assert strip_boilerplate(body) == body and searched == []
+    chrome = "正文。\n结尾▼阅读原文 返回搜狐,查看更多"
+    assert strip_boilerplate(chrome) == "正文。\n结尾" and searched

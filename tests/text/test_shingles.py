@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 from recengine.features.merge_kernel import shared_count
 from recengine.features.neardup import MERGE, overlap, resemblance
 from recengine.text.passages import mix64, passages_of
-from recengine.text.shingles import _BASE, run_hashes, shingles, shingles_of, word_points
+from recengine.text.shingles import (
+    _BASE,
+    HASHING,
+    run_hashes,
+    shingles,
+    shingles_of,
+    word_points,
+)
 
 
 def reference(text: str, n: int = 5) -> frozenset[str]:
@@ -157,6 +164,7 @@ def sorted_passages(words: npt.NDArray[np.uint32], n: int, m: int) -> npt.NDArra
 _POINTS = st.lists(st.sampled_from([0x6570, 0x636E, 0x5E93, 0x61, 0x10000]), max_size=300)
 
 
+@settings(deadline=None)  # an example may be the one that loads the compiled hashes
 @given(_POINTS, st.integers(1, 24))
 def test_run_hashes_by_doubling_equal_the_polynomial(points: list[int], n: int) -> None:
     words = np.array(points, dtype=np.uint32)
@@ -175,3 +183,32 @@ def test_shingles_and_passages_of_real_texts_equal_their_definitions(data_dir: P
         words = word_points(text)
         assert np.array_equal(shingles_of(words), np.unique(polynomial_runs(words, 5)))
         assert np.array_equal(passages_of(words), sorted_passages(words, 12, 8))
+
+
+@settings(deadline=None)  # the first example may load numba
+@given(_POINTS, st.integers(1, 24), st.integers(1, 9))
+def test_the_compiled_hashes_equal_the_numpy_ones(points: list[int], n: int, m: int) -> None:
+    """``text.shingle_kernels`` (rolling hashes, the lowest passages kept as the runs go by)
+    against the definitions, on runs that repeat and texts shorter than a run."""
+    words = np.array(points, dtype=np.uint32)
+    with HASHING.forced(True):
+        shingled, lowest = shingles_of(words, n), passages_of(words, n, m)
+    with HASHING.forced(False):
+        assert np.array_equal(shingled, shingles_of(words, n))
+        assert np.array_equal(lowest, passages_of(words, n, m))
+    assert np.array_equal(lowest, sorted_passages(words, n, m))
+    if len(words):
+        assert np.array_equal(shingled, np.unique(polynomial_runs(words, n)))
+
+
+def test_the_compiled_hashes_of_real_texts_equal_the_numpy_ones(data_dir: Path) -> None:
+    from tests.text.test_tokenize_backends import real_texts
+
+    texts = [t for _, t in real_texts(data_dir)[:400]]
+    for text in [*texts, texts[0] * 5, "a", ""]:
+        words = word_points(text)
+        with HASHING.forced(True):
+            got = shingles_of(words), shingles_of(words, 3), passages_of(words)
+        with HASHING.forced(False):
+            want = shingles_of(words), shingles_of(words, 3), passages_of(words)
+        assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))

@@ -43,7 +43,7 @@ from recengine.errors import RecengineError
 from recengine.features.tfidf import IdfModel
 from recengine.files import atomic_write, fsync_dir, remove_temporaries
 from recengine.index.neardup.passages import HashArray, Packed, passage_rows
-from recengine.pipeline.featurize import Analyzed, FeatureRow, Featurizer
+from recengine.pipeline.featurize import Analyzed, FeatureRow, Featurizer, Known
 from recengine.pipeline.reindex.spill import Where, remove_spills, spill
 from recengine.text.compare import Compared
 
@@ -69,6 +69,10 @@ Item = tuple[int, str, str]
 # What a page of pass 1 asks of its texts beside the spool record: nothing (False), what is
 # compared of them returned (True) or spilled into a folder (``pipeline.reindex.spill``).
 Asked = bool | Path
+# A page of pass 1 for the pool: its items, what it asks beside the record, and optionally the
+# encoder vectors it may reuse (``featurize.Known``, in the items' order; a full reindex's, of
+# the active version when it has the same encoder settings).
+Task = tuple[Sequence[Item], Asked] | tuple[Sequence[Item], Asked, Known | None]
 
 
 @dataclass(frozen=True)
@@ -119,14 +123,26 @@ def features_of_record(
     return len(batch.ids), list(zip((batch.ids[k] for k in todo), rows, strict=True))
 
 
-def spool_batch(featurizer: Featurizer, batch: Sequence[Item], compare: Asked = False) -> Spooled:
+def spool_task(featurizer: Featurizer, task: Task) -> Spooled:
+    """:func:`spool_batch` of a pool task."""
+    batch, compare, *rest = task
+    return spool_batch(featurizer, batch, compare, rest[0] if rest else None)
+
+
+def spool_batch(
+    featurizer: Featurizer,
+    batch: Sequence[Item],
+    compare: Asked = False,
+    known: Known | None = None,
+) -> Spooled:
     """The spool record of ``(id, title, content)`` items: ids, text hashes, term counts and
-    passage hashes, each text cleaned once (``Featurizer.analyze_texts``); with ``compare``,
+    passage hashes, each text cleaned once (``Featurizer.analyze_texts``; encoder vectors of
+    ``known`` reused where the text is the same); with ``compare``,
     what the near-duplicate decision compares of each text too, from the same cleaning:
     returned (``True``), or spilled to a file of this process in the folder it names
     (``pipeline.reindex.spill``; nothing when the disk refuses it: the leader pass computes those
     texts again)."""
-    done = featurizer.analyze_texts([(title, content) for _, title, content in batch])
+    done = featurizer.analyze_texts([(title, content) for _, title, content in batch], known)
     record = SpoolBatch([i for i, _, _ in batch], done.analyzed, passage_rows(done.passages))
     if compare is False:
         return Spooled.of(record)

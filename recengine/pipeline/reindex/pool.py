@@ -45,14 +45,14 @@ from recengine.pipeline.featurize import (
     TextStats,
     Words,
 )
+from recengine.pipeline.reindex.job import Item as Item
 from recengine.pipeline.reindex.job import (
-    Asked,
     ModelFile,
     Spooled,
+    Task,
     features_of_record,
-    spool_batch,
+    spool_task,
 )
-from recengine.pipeline.reindex.job import Item as Item
 from recengine.text.compare import Compared
 
 A = TypeVar("A")
@@ -171,16 +171,18 @@ class AnalysisPool:
         finally:
             file.path.unlink(missing_ok=True)
 
-    def spool_batches(self, batches: Iterable[tuple[Sequence[Item], Asked]]) -> Iterator[Spooled]:
-        """Per batch of ``(id, title, content)``, its spool record (:class:`Spooled`, with what
-        is compared of its texts when the batch asks for it: returned or spilled to a file of
-        the worker's, ``reindex_job.spool_batch``), in input order; like
+    def spool_batches(self, batches: Iterable[Task]) -> Iterator[Spooled]:
+        """Per task (a batch of ``(id, title, content)``, what it asks, and optionally the
+        encoder vectors it may reuse: ``reindex_job.Task``), its spool record
+        (:class:`Spooled`, with what is compared of its texts when the batch asks for it:
+        returned or spilled to a file of the worker's, ``reindex_job.spool_batch``), in input
+        order; like
         :meth:`analyze_batches`, with the pickling and the document-frequency count done by
         the workers."""
         if not self.parallel:
             featurizer = self._featurizer()
-            for batch, compare in batches:
-                yield spool_batch(featurizer, batch, compare)
+            for task in batches:
+                yield spool_task(featurizer, task)
             return
         yield from self._ordered(_spool_batch, batches)
 
@@ -321,9 +323,8 @@ def _analyze_batch(batch: Sequence[Item]) -> list[tuple[int, TextStats]]:
     return _pairs(_this_worker(), batch)
 
 
-def _spool_batch(task: tuple[Sequence[Item], Asked]) -> Spooled:
-    batch, compare = task
-    return spool_batch(_this_worker(), batch, compare)
+def _spool_batch(task: Task) -> Spooled:
+    return spool_task(_this_worker(), task)
 
 
 def _worker_model_of(file: ModelFile) -> IdfModel:

@@ -54,6 +54,30 @@ def features_of(
     return out
 
 
+def embeddings_after(
+    *, session: Session, version: int, after_id: int, upto_id: int
+) -> list[Row[int, str, bytes | None]]:
+    """``(article_id, text_hash, embedding)`` of the live articles with ``after_id < id <=
+    upto_id`` that have an encoder vector under ``version`` (the article's text hash is what
+    the vector's text is checked against before a reindex reuses it)."""
+    return list(
+        session.execute(
+            select(Article.id, Article.text_hash, ArticleFeatures.embedding)
+            .join(
+                ArticleFeatures,
+                (ArticleFeatures.article_id == Article.id)
+                & (ArticleFeatures.model_version == version),
+            )
+            .where(
+                Article.id > after_id,
+                Article.id <= upto_id,
+                Article.deleted_at.is_(None),
+                ArticleFeatures.embedding.is_not(None),
+            )
+        ).all()
+    )
+
+
 def save_model(
     *,
     session: Session,
