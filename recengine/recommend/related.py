@@ -44,8 +44,10 @@ the first ``related.diversity_candidates`` items after the floor are reordered b
 marginal relevance; with ``related.min_items`` a list left shorter than that is filled with
 the newest (or most-clicked) articles of the article's category (``reasons.fallback``).
 
-The query article's own vector is read from SQL, so an article ingested a moment ago gets
-related items right away, from the index as caught up at that moment (``recommend.live``).
+The query article, the items' briefs and the clusters come from the snapshot (its index and
+its briefs, ``recommend.lists.facts``, caught up to the same position), so an article ingested
+a moment ago gets related items right away and a list reads no SQL for them; without briefs
+(a model opening in the background) they are read from SQL as before.
 """
 
 from __future__ import annotations
