@@ -18,7 +18,6 @@ import recengine.pipeline.clusters.plan as cluster_view
 import recengine.pipeline.clusters.verify as judging
 from recengine.config import Settings
 from recengine.pipeline.clusters.upkeep import ClusterPlan, Deduplicator
-from recengine.pipeline.clusters.verify import KeptTexts
 from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
@@ -27,6 +26,7 @@ from recengine.storage.rows.clusters import live_published
 from recengine.storage.rows.index_source import fingerprints_and_seqs
 from recengine.storage.state import begin_write, read_state
 from recengine.text.compare import compared
+from recengine.text.kept import KeptTexts
 from recengine.text.tokenize import Tokenizer
 from tests.factories import csl_records, javaguide_records
 from tests.neardup_helpers import clusters

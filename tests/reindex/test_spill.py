@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from recengine.pipeline.clusters.verify import KeptTexts
 from recengine.pipeline.reindex.spill import SpilledTexts, spill, spill_path
 from recengine.text.compare import Compared, compared
+from recengine.text.kept import KeptTexts
 
 
 def _texts() -> list[Compared]:

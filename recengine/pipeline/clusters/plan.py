@@ -22,7 +22,7 @@ from recengine.index.neardup.candidates import Candidates
 from recengine.index.neardup.radius import IdArray
 from recengine.pipeline.clusters.leader_rule import Edge, rank_key
 from recengine.pipeline.clusters.leader_updates import Ids, Rank
-from recengine.pipeline.clusters.verify import Kept, KeptTexts, Loaded, PairJudge
+from recengine.pipeline.clusters.verify import Kept, Loaded, PairJudge
 from recengine.storage.rows.clusters import (
     canonicals_of,
     earliest_members,
@@ -31,6 +31,7 @@ from recengine.storage.rows.clusters import (
     not_members,
     published,
 )
+from recengine.text.kept import KeptTexts
 
 _UNKNOWN, _MEMBER, _FREE = -1, 0, 1  # stored status of an id, as read in one plan
 _PREFETCH = 256  # candidate canonicals of one article read at once (more: as verified)

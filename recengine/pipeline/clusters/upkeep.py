@@ -79,11 +79,9 @@ from recengine.pipeline.clusters.verify import (
     BlockTexts,
     CompareMany,
     Kept,
-    KeptTexts,
     PairJudge,
     Reading,
     TransactionJudging,
-    WrittenTexts,
 )
 from recengine.pipeline.featurize import TextAnalysis
 from recengine.storage.db import transaction
@@ -99,6 +97,7 @@ from recengine.storage.rows.clusters import (
 from recengine.storage.rows.index_rows import SqlIndexRows, index_rows
 from recengine.storage.rows.overrides import mark_changed
 from recengine.storage.state import begin_write, read_state
+from recengine.text.kept import KeptTexts, WrittenTexts
 
 WRITE_CHUNK = 1_000  # cluster rows per short write transaction (a reindex, before its switch)
 

@@ -34,7 +34,7 @@ import numpy as np
 from recengine.text.compare import Compared
 
 if TYPE_CHECKING:  # not at run time: pool workers spill, and judging imports SQLAlchemy
-    from recengine.pipeline.clusters.verify import KeptTexts
+    from recengine.text.kept import KeptTexts
 
 PREFIX = "compared-"
 _COLUMNS = 6  # SpilledTexts' table: seq, file, then Where's four fields
