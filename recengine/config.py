@@ -148,6 +148,7 @@ class RelatedSettings(_Listing):
     max_offset: int = Field(default=1_000, ge=0, le=100_000)
     max_filter_values: int = Field(default=1_000, ge=1, le=100_000)
     explain_terms: int = Field(default=5, ge=0, le=100)
+    kept_compared_mb: int = Field(default=64, ge=0, le=1_000_000)
     min_score: float = Field(default=0.04, ge=0.0, le=1.0)
     index_terms: int = Field(default=128, ge=1, le=100_000)
     query_terms: int = Field(default=48, ge=1, le=100_000)

@@ -60,7 +60,7 @@ class BriefKind(IndexKind[Briefs]):
         self.delta_max = delta_max
 
     def params(self) -> dict[str, Any]:
-        return {"format": 2}
+        return {"format": 3}
 
     def build(self, pages: Iterable[Sequence[Any]]) -> Briefs:
         rows = [r for page in pages for r in page]
@@ -117,6 +117,7 @@ def brief_of(row: Any) -> Brief:
         row.member_rule if member else None,
         None if row.member_score is None else float(row.member_score),
         int(row.member_distance) if member else 0,
+        int(row.seq),
         int(row.canonical_id) if member else int(row.id),
     )
 

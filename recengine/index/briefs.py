@@ -48,14 +48,14 @@ NO_ARTICLE = -1
 CHUNK = 65_536  # rows per step of a compaction's copy of the blob
 
 
-
 class Brief(NamedTuple):
     """One article as a list shows and suppresses it (see the module docstring).
 
     ``published_at``: UTC text (``recengine.times.utc_text``) or None; ``published``: Unix
     seconds (``index.related.segment.NO_DATE`` when unknown); ``canonical``: the canonical of
     the article's cluster (its own id when it is a canonical or alone); ``rule`` / ``score`` /
-    ``distance``: its member row's (None / None / 0 when it has none)."""
+    ``distance``: its member row's (None / None / 0 when it has none); ``seq``: the article's
+    last change's (what keys a kept text, ``text.kept``)."""
 
     id: int
     external_id: str
@@ -71,6 +71,7 @@ class Brief(NamedTuple):
     rule: str | None
     score: float | None
     distance: int
+    seq: int
     canonical: int
 
     @property
@@ -201,8 +202,10 @@ class Briefs:
     def compacted(self) -> Briefs:
         """The same briefs, every one in the main part."""
         if not self.changes:
-            return self if not self.vocabulary.added else replace(
-                self, vocabulary=self.vocabulary.compacted()
+            return (
+                self
+                if not self.vocabulary.added
+                else replace(self, vocabulary=self.vocabulary.compacted())
             )
         changed = np.fromiter(self.changes, np.int64, len(self.changes))
         rows = np.flatnonzero(~np.isin(self.ids, changed))

@@ -54,6 +54,12 @@ class Vocabulary:
                 return None
         return out
 
+    def knows(self, hashes: U64) -> bool:
+        """Whether every one of ``hashes`` names a term here (:meth:`names` would name them
+        all), without decoding any."""
+        held = _holds(self.hashes, np.asarray(hashes, np.uint64))
+        return all(h in self.added for h in np.asarray(hashes)[~held].tolist())
+
     def with_terms(self, pairs: Iterable[tuple[int, str]]) -> Vocabulary:
         """This vocabulary with the terms of ``pairs`` (hash, term) it does not hold yet."""
         new = {h: t for h, t in pairs if h not in self.added}

@@ -68,7 +68,7 @@ from recengine.index.related.view import Hits, RowFilter
 from recengine.recommend.lists.blend import dense_query, ranked
 from recengine.recommend.lists.criterion import DuplicateCriterion
 from recengine.recommend.lists.curation import Curation, OverridePresence, concat
-from recengine.recommend.lists.explain import shared_terms
+from recengine.recommend.lists.explain import Namer, SharedTerms
 from recengine.recommend.lists.facts import Facts, facts_of
 from recengine.recommend.lists.listing import (
     Texts,
@@ -88,10 +88,11 @@ from recengine.recommend.signals.diversity import diversify_kept
 from recengine.recommend.signals.fallback import Anchor, Filled, Need, fill
 from recengine.recommend.signals.freshness import decay
 from recengine.recommend.signals.params import SignalParams
-from recengine.recommend.signals.scoring import ListSignals, Signals
+from recengine.recommend.signals.scoring import Gave, ListSignals, Signals
 from recengine.storage.rows.index_source import query_article
 from recengine.storage.state import read_state
 from recengine.text.excerpt import card_rule
+from recengine.text.kept import KeptTexts
 
 # When suppression and filters leave fewer than offset + k results, candidates grow by this
 # factor, at most this many times (then the list is what it is: there are no more).
@@ -118,6 +119,8 @@ class Query:
     category: str | None
     tags: tuple[str, ...]
     published: int  # Unix seconds, NO_DATE when unknown
+    # the vector's terms at positions, when it is held by hashes only (its terms then blank)
+    names: Namer | None = None
 
 
 class RelatedArticles:
@@ -136,6 +139,7 @@ class RelatedArticles:
         self.overrides = OverridePresence()
         self.signals = Signals(settings, factory=index.factory if index.background else None)
         self.card_rule = card_rule(settings.ingest.summary_chars)
+        self.kept = KeptTexts(settings.related.kept_compared_mb << 20)
 
     def related(
         self,
@@ -236,7 +240,7 @@ class RelatedArticles:
         n = max(ranking.candidates or r.candidates, 3 * wanted)
         vector = query_dense(snap, query)
         index = snap.dense.index if snap.dense is not None else None
-        texts = Texts(session, self.settings.features.strip_boilerplate)  # for every round
+        texts = self._texts(session, lists.facts)  # for every round
         factors: dict[int, float] = {}
         for _ in range(MAX_ROUNDS):
             params = search_params(self.settings, n)
@@ -271,6 +275,10 @@ class RelatedArticles:
             n *= GROWTH
         return _Ranked(hits, picked, factors, scored.reasons)
 
+    def _texts(self, session: Session, facts: Facts) -> Texts:
+        """What the criterion compares of texts, for one answer: kept across answers."""
+        return Texts(session, self.settings.features.strip_boilerplate, self.kept, facts.seq_of)
+
     def _filled(
         self, session: Session, lists: _Lists, hits: Hits, picked: Picked, row_filter: RowFilter
     ) -> Filled:
@@ -281,7 +289,7 @@ class RelatedArticles:
         anchor = Anchor(query.id, query.fingerprint, query.vector, query.category)
         prefer = self.settings.related.prefer_canonical
         need = Need(s.min_items, s.fallback, s.fallback_pool, s.fallback_days, row_filter, prefer)
-        texts = Texts(session, self.settings.features.strip_boilerplate)
+        texts = self._texts(session, lists.facts)
         return fill(
             session,
             lists.snap,
@@ -351,6 +359,7 @@ class RelatedArticles:
         external = {i: row.external_id for i, row in facts.items()}
         external[query.id] = query.external_id
         items = []
+        explain = SharedTerms(query.vector, query.names)
         for i in page:
             row = facts.get(int(hits.ids[i]))
             if row is None:  # deleted since the index caught up
@@ -363,7 +372,7 @@ class RelatedArticles:
             # NaN: a pin, scored by the TF-IDF cosine alone (curation.concat)
             dense = None if hits.dense is None or np.isnan(hits.dense[i]) else float(hits.dense[i])
             factor = ranked.factors.get(int(hits.ids[i])) if i >= n_pinned else None
-            reasons = self.reasons(query, row, *vec, dense=dense, factor=factor)
+            reasons = self.reasons(query, row, explain, *vec, dense=dense, factor=factor)
             if i < n_pinned:
                 reasons["pinned"] = True
             else:
@@ -377,6 +386,7 @@ class RelatedArticles:
         self,
         query: Query,
         row: Brief,
+        explain: SharedTerms,
         hashes: np.ndarray[Any, Any],
         weights: np.ndarray[Any, Any],
         dense: float | None = None,
@@ -390,7 +400,7 @@ class RelatedArticles:
         tags = [t for t in (row.tags or ()) if t in query.tags]
         scale = (1.0 if dense is None else 1.0 - r.dense_weight) * (factor or 1.0)
         reasons: Reasons = {
-            "shared_terms": shared_terms(query.vector, hashes, weights, r.explain_terms, scale),
+            "shared_terms": explain.of(hashes, weights, r.explain_terms, scale),
             "dense": 0.0 if dense is None else round(dense, 6),
             "same_category": bool(query.category) and row.category == query.category,
             "shared_tags": tags,
@@ -433,15 +443,18 @@ def held_query(snap: Snapshot, external_id: str) -> Query | None:
     if where is None or brief is None:
         return None
     hashes, weights = snap.view.vector(*where)
-    names = snap.briefs.vocabulary.names(hashes)
-    if names is None:
+    vocabulary = snap.briefs.vocabulary
+    if not vocabulary.knows(hashes):
         return None
-    terms = tuple(names)
     fingerprint = int(snap.view.parts[where[0]].segment.fingerprints[where[1]])
-    vector = SparseVector(terms, hashes, weights) if terms else EMPTY_VECTOR
+    vector = SparseVector(("",) * len(hashes), hashes, weights) if len(hashes) else EMPTY_VECTOR
+
+    def names(positions: npt.NDArray[np.intp]) -> list[str]:
+        return vocabulary.names(hashes[positions]) or []
+
     return Query(
         brief.id, brief.external_id, vector, fingerprint, brief.category, brief.tags,
-        brief.published,
+        brief.published, names,
     )  # fmt: skip
 
 
@@ -478,7 +491,7 @@ class _Ranked:
     hits: Hits
     picked: Picked
     factors: dict[int, float]
-    gave: dict[int, Reasons]
+    gave: Gave
 
 
 def pinned_hits(snap: Snapshot, query: Query, curation: Curation, row_filter: RowFilter) -> Hits:

@@ -30,6 +30,7 @@ def brief(i: int, version: int = 0, canonical: int | None = None) -> Brief:
         "resemblance" if canonical is not None else None,
         0.5 if canonical is not None else None,
         3 if canonical is not None else 0,
+        10 * i + version,
         i if canonical is None else canonical,
     )
 

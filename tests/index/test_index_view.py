@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recengine.index.ids import IdRows
+from recengine.index.ids import IdRows, among
 from recengine.index.related import scoring
 from recengine.index.related.scoring import segment_sums
 from recengine.index.related.segment import (
@@ -377,3 +377,20 @@ def test_id_rows_use_a_table_only_for_nearly_contiguous_ids() -> None:
     assert IdRows(ids * 5)._table is None  # a range 5x the rows: searched
     assert IdRows(ids[:100])._table is None  # a small part: searched
     assert IdRows(ids).find(np.array([10, 20_009, 9, 20_010]))[:4].tolist() == [0, 19_999, -1, -1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(-(2**62), 2**62), max_size=60),
+    st.lists(st.integers(-(2**62), 2**62), max_size=60),
+    st.integers(0, 2**31),
+)
+def test_among_is_numpys_isin(values: list[int], others: list[int], seed: int) -> None:
+    """Membership of a list's ids (repeats, any order, shared values drawn in) as
+    ``np.isin`` answers it."""
+    rng = np.random.default_rng(seed)
+    a = np.array(values + others[: len(others) // 2], np.int64)
+    b = np.array(others + values[: len(values) // 3], np.int64)
+    rng.shuffle(a)
+    rng.shuffle(b)
+    assert among(a, b).tolist() == np.isin(a, b).tolist()

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from recengine.index.ids import sorted_find
+from recengine.index.ids import among, sorted_find
 from recengine.index.related.postings import (
     F64,
     Bools,
@@ -65,7 +65,7 @@ class RowFilter:
         """``bool (len(rows),)``: which of the segment's rows pass."""
         ok = np.ones(len(rows), dtype=bool)
         if len(self.exclude_ids):
-            ok &= ~np.isin(seg.ids[rows], self.exclude_ids)
+            ok &= ~among(seg.ids[rows], self.exclude_ids)
         if self.categories is not None:
             ok &= np.isin(seg.category[rows], self.categories) & (seg.category[rows] != NO_LABEL)
         if self.tags is not None:

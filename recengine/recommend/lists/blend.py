@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recengine.index.dense import F32, DenseIndex, dots
+from recengine.index.dense import F32, F64, I64, DenseIndex, dots
+from recengine.index.ids import among
 from recengine.index.related.segment import U64
 from recengine.index.related.view import Hits, IndexView, RowFilter, SearchParams
 
@@ -56,10 +57,10 @@ def ranked(
     exhausted = len(sparse) < params.n_candidates
     if dense is None:
         return sparse, exhausted
-    near, _ = dense.index.search(dense.vector, dense.candidates + 1)
-    near = near[near != self_id]
+    near, near_dots = dense.index.search(dense.vector, dense.candidates + 1)
+    near, near_dots = near[near != self_id], near_dots[near != self_id]
     exhausted = exhausted and len(near) < dense.candidates
-    parts, rows = view.locate_many(near[~np.isin(near, sparse.ids)])
+    parts, rows = view.locate_many(near[~among(near, sparse.ids)])
     parts, rows = parts[parts >= 0], rows[parts >= 0]
     keep = view.allowed(parts, rows, filt)
     more = view.score(parts[keep], rows[keep], q_hashes, q_weights)
@@ -70,16 +71,26 @@ def ranked(
         np.concatenate((sparse.scores, more.scores)),
         np.concatenate((sparse.fingerprints, more.fingerprints)),
     )
-    return blended(both, dense), exhausted
+    return blended(both, dense, (near, near_dots)), exhausted
 
 
-def blended(hits: Hits, dense: DenseQuery | None) -> Hits:
+def blended(hits: Hits, dense: DenseQuery | None, known: tuple[I64, F64] | None = None) -> Hits:
     """Hits scored by the TF-IDF cosine alone (``IndexView.score``) scored by the blend of both
-    parts (as is without a dense part), best first."""
+    parts (as is without a dense part), best first. ``known``: ids ``int64 (m,)`` and their
+    dense inner products ``float64 (m,)`` the search computed already (``DenseIndex.search``:
+    the same floats as :func:`~recengine.index.dense.dots` here), not computed again."""
     if dense is None:
         return hits
-    _, vectors = dense.index.lookup(hits.ids)
-    share = dense.weight * dots(vectors, dense.vector.astype(np.float64))
+    products = np.zeros(len(hits), np.float64)
+    have = np.zeros(len(hits), bool)
+    if known is not None and len(known[0]):
+        order = np.argsort(known[0])
+        at = np.minimum(np.searchsorted(known[0], hits.ids, sorter=order), len(order) - 1)
+        have = known[0][order[at]] == hits.ids
+        products[have] = known[1][order[at[have]]]
+    _, vectors = dense.index.lookup(hits.ids[~have])
+    products[~have] = dots(vectors, dense.vector.astype(np.float64))
+    share = dense.weight * products
     scores = (1.0 - dense.weight) * hits.scores + share
     order = np.lexsort((hits.ids, -scores))
     return Hits(

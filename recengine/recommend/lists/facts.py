@@ -55,6 +55,11 @@ class Facts(Protocol):
         """Internal ids of the live articles among ``external_ids``."""
         ...
 
+    def seq_of(self, article: int) -> int | None:
+        """The ``seq`` of the article's last change, when known without reading SQL (what
+        keys a kept text: ``recommend.lists.listing.Texts``); None otherwise."""
+        ...
+
 
 class SqlFacts:
     """:class:`Facts` read from SQL in ``session``."""
@@ -79,6 +84,9 @@ class SqlFacts:
         if not external_ids:
             return {}
         return internal_ids(session=self.session, external_ids=list(external_ids))
+
+    def seq_of(self, article: int) -> int | None:
+        return None  # read with the text when it is read
 
 
 class HeldFacts:
@@ -119,6 +127,10 @@ class HeldFacts:
         found = ((x, self.held.find(x)) for x in external_ids)
         return {x: i for x, i in found if i is not None}
 
+    def seq_of(self, article: int) -> int | None:
+        brief = self.held.get(article)
+        return None if brief is None else brief.seq
+
 
 def brief_of_row(row: Row[Any]) -> Brief:
     """A brief of a ``storage.rows.index_source.briefs`` row (no cluster: its own)."""
@@ -140,6 +152,7 @@ def brief_of_row(row: Row[Any]) -> Brief:
         None,
         None,
         0,
+        int(row.seq),
         int(row.id),
     )
 

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,8 +30,9 @@ from recengine.recommend.lists.params import Filters
 from recengine.recommend.lists.reasons import Reasons
 from recengine.recommend.lists.suppress import Reason
 from recengine.recommend.live import Snapshot
-from recengine.storage.rows.articles import titles_and_contents
+from recengine.storage.rows.articles import stored_texts
 from recengine.text.compare import Compared, article_compared
+from recengine.text.kept import KeptTexts
 
 
 def to_row_filter(facts: Facts, filters: Filters, exclude: Sequence[int]) -> RowFilter:
@@ -74,27 +75,54 @@ class Texts:
     the whole answer, however many lists or rounds ask (a deleted article's stored text still
     says what it was). The texts :meth:`want` names are read together with the next one asked
     for, in one query (a list's walk often asks for none: then nothing is read); what is
-    compared is computed only for the texts asked for."""
+    compared is computed only for the texts asked for.
 
-    def __init__(self, session: Session, strip: bool) -> None:
+    With ``kept`` (the process's :class:`~recengine.text.kept.KeptTexts`) and ``seq_of`` (the
+    ``seq`` of an article's last change as the list's snapshot holds it, None when it holds
+    none: ``Facts.seq_of``), what was compared for an earlier list is taken again without
+    reading SQL, and what is computed here is kept under the ``seq`` SQL gave with the text."""
+
+    def __init__(
+        self,
+        session: Session,
+        strip: bool,
+        kept: KeptTexts | None = None,
+        seq_of: Callable[[int], int | None] | None = None,
+    ) -> None:
         self._session, self._strip = session, strip
+        self._kept, self._seq_of = kept, seq_of
         self._wanted: set[int] = set()
-        self._read: dict[int, tuple[str, str]] = {}
+        self._read: dict[int, tuple[str, str, int]] = {}
         self._done: dict[int, Compared] = {}
 
     def want(self, articles: Iterable[int]) -> None:
-        self._wanted.update(articles)
+        self._wanted.update(a for a in articles if not self._held(a))
 
     def __call__(self, article: int) -> Compared:
-        if article not in self._done:
+        if article not in self._done and not self._held(article):
             if article not in self._read:
                 unread = {a for a in self._wanted if a not in self._done and a not in self._read}
                 ids = sorted(unread | {article})
-                found = titles_and_contents(session=self._session, article_ids=ids)
-                self._read.update({a: found.get(a, ("", "")) for a in ids})
+                found = stored_texts(session=self._session, article_ids=ids)
+                self._read.update({a: found.get(a, ("", "", -1)) for a in ids})
                 self._wanted.clear()
-            self._done[article] = article_compared(*self._read.pop(article), self._strip)
+            title, content, seq = self._read.pop(article)
+            self._done[article] = article_compared(title, content, self._strip)
+            if self._kept is not None and seq >= 0:
+                self._kept.put(article, seq, self._done[article])
         return self._done[article]
+
+    def _held(self, article: int) -> bool:
+        """Whether the article's text is known here, taken from ``kept`` if it holds it."""
+        if article in self._done:
+            return True
+        if self._kept is None or self._seq_of is None:
+            return False
+        seq = self._seq_of(article)
+        found = None if seq is None else self._kept.get(article, seq)
+        if found is not None:
+            self._done[article] = found
+        return found is not None
 
 
 def hit_vectors(snap: Snapshot, hits: Hits) -> VectorAt:

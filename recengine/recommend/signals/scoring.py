@@ -32,6 +32,7 @@ import numpy.typing as npt
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings, SignalsSettings
+from recengine.index.ids import among
 from recengine.index.related.view import Hits, IndexView, RowFilter
 from recengine.recommend.lists.blend import DenseQuery, blended
 from recengine.recommend.lists.reasons import Reasons
@@ -98,7 +99,39 @@ class Scored:
     """The hits re-ranked, and what the signals gave each item (by article id)."""
 
     hits: Hits
-    reasons: dict[int, Reasons]
+    reasons: Gave
+
+
+@dataclass(frozen=True, eq=False)
+class Gave:
+    """What the signals gave each candidate, said for the few a page shows (:meth:`get`):
+    ``ids`` ``int64 (n,)``, their co-read part and engagement share ``float64 (n,)``, and the
+    explored ones."""
+
+    ids: I64
+    coread: F64
+    engagement: F64
+    explored: frozenset[int]
+
+    @classmethod
+    def none(cls) -> Gave:
+        return cls(np.zeros(0, np.int64), np.zeros(0), np.zeros(0), frozenset())
+
+    def get(self, article: int, default: Reasons) -> Reasons:
+        """The item's reasons from the signals (``default`` when they gave it nothing)."""
+        at = np.flatnonzero(self.ids == article)
+        if not len(at):
+            return default
+        i = int(at[0])
+        reasons: Reasons = {}
+        if self.coread[i] > 0:
+            reasons["coread"] = round(float(self.coread[i]), 6)
+        share = round(float(self.engagement[i]), 6)
+        if share:  # 0 without clicks (every rate at the site's): nothing to say
+            reasons["engagement"] = share
+        if article in self.explored:
+            reasons["explore"] = True
+        return reasons or default
 
 
 class Signals:
@@ -150,7 +183,7 @@ class Signals:
         """``hits`` and the co-read neighbours that are not among them (live, passing the
         filters), scored exactly like them, best first."""
         ids = lists.neighbours[0]
-        ids = ids[~np.isin(ids, hits.ids)]
+        ids = ids[~among(ids, hits.ids)]
         if not len(ids):
             return hits
         parts, rows = view.locate_many(ids)
@@ -166,7 +199,7 @@ class Signals:
         docstring); as they are when the list weighs no signal."""
         w = lists.weights
         if not w.any or not len(hits):
-            return Scored(hits, {})
+            return Scored(hits, Gave.none())
         ids, scores = hits.ids, hits.scores.astype(np.float64)
         coread = _coread_of(ids, *lists.neighbours) * w.coread
         base = scores + coread
@@ -194,7 +227,7 @@ class Signals:
             order, explored = order[picked.order], picked.explored
         out = hits.take(order)
         out = Hits(out.part, out.row, out.ids, final[order], out.fingerprints, out.dense)
-        return Scored(out, _reasons(ids, coread, final - base, explored, w))
+        return Scored(out, Gave(ids, coread, final - base, explored))
 
 
 def _coread_of(ids: I64, nb_ids: I64, nb_scores: F64) -> F64:
@@ -205,24 +238,6 @@ def _coread_of(ids: I64, nb_ids: I64, nb_scores: F64) -> F64:
     keys, values = nb_ids[order], nb_scores[order]
     at = np.searchsorted(keys, ids).clip(max=len(keys) - 1)
     return np.where(keys[at] == ids, values[at], 0.0)
-
-
-def _reasons(
-    ids: I64, coread: F64, engagement: F64, explored: frozenset[int], w: Weights
-) -> dict[int, Reasons]:
-    out: dict[int, Reasons] = {}
-    for i, article in enumerate(ids.tolist()):
-        reasons: Reasons = {}
-        if coread[i] > 0:
-            reasons["coread"] = round(float(coread[i]), 6)
-        share = round(float(engagement[i]), 6)
-        if share:  # 0 without clicks (every rate at the site's): nothing to say
-            reasons["engagement"] = share
-        if article in explored:
-            reasons["explore"] = True
-        if reasons:
-            out[article] = reasons
-    return out
 
 
 def _joined(first: Hits, second: Hits) -> Hits:

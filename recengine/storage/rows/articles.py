@@ -166,13 +166,24 @@ def titles_and_contents(
     *, session: Session, article_ids: Sequence[int]
 ) -> dict[int, tuple[str, str]]:
     """``id -> (title, content)`` of the given articles (deleted ones included)."""
-    out: dict[int, tuple[str, str]] = {}
+    found = stored_texts(session=session, article_ids=article_ids)
+    return {i: (title, content) for i, (title, content, _) in found.items()}
+
+
+def stored_texts(
+    *, session: Session, article_ids: Sequence[int]
+) -> dict[int, tuple[str, str, int]]:
+    """``id -> (title, content, seq)`` of the given articles (deleted ones included): the
+    ``seq`` of the change that wrote the text keys what is kept of it (``text.kept``)."""
+    out: dict[int, tuple[str, str, int]] = {}
     ids = list(article_ids)
     for chunk in in_chunks(ids):
         rows = session.execute(
-            select(Article.id, Article.title, Article.content).where(Article.id.in_(chunk))
+            select(Article.id, Article.title, Article.content, Article.seq).where(
+                Article.id.in_(chunk)
+            )
         )
-        out.update({r.id: (r.title, r.content) for r in rows})
+        out.update({r.id: (r.title, r.content, r.seq) for r in rows})
     return out
 
 

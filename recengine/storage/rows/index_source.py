@@ -70,12 +70,14 @@ def features_by_id(*, session: Session, version: int, ids: Sequence[int]) -> dic
 
 @cache
 def _briefs_statement() -> Select[*tuple[Any, ...]]:
-    return select(*_SHOWN, Article.published_at, Article.card_image, Article.card_summary)
+    return select(
+        *_SHOWN, Article.published_at, Article.card_image, Article.card_summary, Article.seq
+    )
 
 
 def briefs(*, session: Session, ids: Sequence[int]) -> dict[int, Row[Any]]:
     """Live articles' ``(id, external_id, title, url, category, tags, published_at,
-    card_image, card_summary)``, by id (the card: ``pipeline.cards``)."""
+    card_image, card_summary, seq)``, by id (the card: ``pipeline.cards``)."""
     return _live_by_id(session, _briefs_statement(), ids, {})
 
 
