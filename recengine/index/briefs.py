@@ -108,11 +108,17 @@ class Briefs:
     changes: Mapping[int, Brief | None]
     changed_keys: Mapping[str, int]  # caller id -> internal id, of the changes' briefs
     vocabulary: Vocabulary
+    # live briefs, when the caller counted them (a change: the count before, moved by the
+    # change's own articles), else counted here over the changes (a load, a compaction)
+    size: int | None = field(default=None, repr=False)
     _rows: IdRows = field(init=False, repr=False)
     _size: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_rows", IdRows(self.ids))
+        if self.size is not None:
+            object.__setattr__(self, "_size", self.size)
+            return
         live = len(self.ids) + sum(
             1 for i, b in self.changes.items() if b is not None and self._row(i) < 0
         )
@@ -183,20 +189,23 @@ class Briefs:
         ``terms`` (hash, name) of the upserts' vectors."""
         changes = dict(self.changes)
         keys = dict(self.changed_keys)
+        size = len(self)  # moved by each article of the change: O(change), not O(changes held)
         for a in drops.tolist():
             old = changes.get(a) if a in changes else self.get(a)
             if old is not None and keys.get(old.external_id) == a:
                 del keys[old.external_id]
+            size -= old is not None
             changes[a] = None
         for b in upserts:
             old = changes.get(b.id) if b.id in changes else self.get(b.id)
             if old is not None and keys.get(old.external_id) == b.id:
                 del keys[old.external_id]
+            size += old is None
             changes[b.id] = b
             keys[b.external_id] = b.id
         return Briefs(
             self.ids, self.clusters, self.offsets, self.blob, self.keys, self.key_rows,
-            changes, keys, self.vocabulary.with_terms(terms),
+            changes, keys, self.vocabulary.with_terms(terms), size,
         )  # fmt: skip
 
     def compacted(self) -> Briefs:
