@@ -7,7 +7,10 @@ of ``bench.peers``' corpus into an empty database). The index follows the databa
 a worker does (``LiveIndex.follow_changes``: the WAL header, no position query while nothing
 changes); the native libraries on one thread (``web.native_threads``). After ``--warm`` lists,
 ``--queries`` random articles' lists (k = 10) in a fresh ORM session each, as a web request
-has: wall and CPU p50 / p99, and the statements SQLite ran, by kind.
+has: wall and CPU p50 / p99, and the statements SQLite ran, by kind. ``--stages``: the CPU
+of each stage of a list (the thread's CPU inside each step, nested steps indented, means per
+list): where the time goes without a profiler's per-call cost, which inflates the many small
+Python steps against the few large native ones.
 
 Run it on two checkouts in turn (``PYTHONPATH=<checkout>``) for a before and after of the same
 database in the same minutes; the load is printed (2 shared cores: wall clock follows the load,
@@ -44,7 +47,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=1_000)
     parser.add_argument("--warm", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--stages", action="store_true")
     args = parser.parse_args()
+    spent = timed_stages() if args.stages else {}
     url = f"sqlite:///{args.data_dir / 'recengine.db'}"
     settings = load_settings({"data_dir": str(args.data_dir), "database_url": url})
     engine = make_engine(url)
@@ -67,6 +72,7 @@ def main() -> None:
         statements[" ".join(words[: 6 if words[0] == "SELECT" else 2])] += 1
 
     event.listen(engine, "before_cursor_execute", seen)
+    spent.update(dict.fromkeys(spent, 0.0))  # the warm-up's left out
     wall, cpu = [], []
     for article in picks[args.warm :]:
         start, used = time.perf_counter(), time.process_time()
@@ -84,6 +90,53 @@ def main() -> None:
     )
     for text, count in statements.most_common(6):
         print(f"    {count / n:6.3f} per list: {text} ...")
+    if spent:
+        print(f"  CPU per list by stage (mean of {n}; the whole list {np.mean(c):.2f} ms):")
+        for label, seconds in spent.items():
+            print(f"    {label:32s} {seconds / n * 1e3:6.3f} ms")
+
+
+# (module, attribute, label): a list's stages, outermost first; nested ones indented
+STAGES = (
+    ("recengine.recommend.live:LiveIndex", "current", "index position and snapshot"),
+    ("recengine.recommend.related", "load_query", "query article"),
+    ("recengine.recommend.signals.scoring:Signals", "of_list", "readers' signals read"),
+    ("recengine.recommend.related", "ranked", "candidates, exactly scored"),
+    ("recengine.index.related.view:IndexView", "search", "  TF-IDF postings + scores"),
+    ("recengine.index.dense:DenseIndex", "search", "  dense scan + exact scores"),
+    ("recengine.recommend.lists.blend", "blended", "  blend of both parts"),
+    ("recengine.recommend.signals.scoring:Signals", "rescore", "readers' signals applied"),
+    ("recengine.recommend.related:RelatedArticles", "_pick", "suppression"),
+    ("recengine.recommend.lists.suppress", "may_duplicate", "  who may duplicate (pairs)"),
+    ("recengine.recommend.lists.suppress", "closest_duplicate", "  the criterion per item"),
+    ("recengine.recommend.lists.listing:Texts", "__call__", "    texts compared"),
+    ("recengine.recommend.related:RelatedArticles", "_body", "items and explanations"),
+)
+
+
+def timed_stages() -> dict[str, float]:
+    """Wrap each of :data:`STAGES` (where its callers look it up) to add the thread's CPU time
+    inside it to the returned dict, by label; cleared after the warm-up by the caller."""
+    import importlib
+
+    spent = dict.fromkeys((label for *_, label in STAGES), 0.0)
+
+    def timed(function: Any, label: str) -> Any:
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            start = time.thread_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[label] += time.thread_time() - start
+
+        return inner
+
+    for where, name, label in STAGES:
+        module_name, _, owner = where.partition(":")
+        target = importlib.import_module(module_name)
+        holder = getattr(target, owner) if owner else target
+        setattr(holder, name, timed(getattr(holder, name), label))
+    return spent
 
 
 if __name__ == "__main__":
