@@ -75,6 +75,7 @@ from recengine.storage.rows.index_source import briefs, fingerprints_by_id, inte
 from recengine.storage.rows.overrides import pins_of
 from recengine.storage.state import lock_writers
 from recengine.text.excerpt import card_rule
+from recengine.text.kept import KeptTexts
 
 
 class ReaderFeeds:
@@ -83,13 +84,16 @@ class ReaderFeeds:
     Args:
         settings: ``feed``, ``related`` and ``features.hamming_k`` settings.
         index: the process's live related-articles index.
+        kept: what is compared of texts, kept across answers (shared with the process's
+            related lists; None: a store of its own, ``related.kept_compared_mb``).
     """
 
-    def __init__(self, settings: Settings, index: LiveIndex) -> None:
+    def __init__(self, settings: Settings, index: LiveIndex, kept: KeptTexts | None = None) -> None:
         self.settings = settings
         self.index = index
         self.criterion = DuplicateCriterion.from_settings(settings)
         self.card_rule = card_rule(settings.ingest.summary_chars)
+        self.kept = KeptTexts(settings.related.kept_compared_mb << 20) if kept is None else kept
 
     def record_reads(
         self,
@@ -198,7 +202,7 @@ class ReaderFeeds:
         history = history_of(session, snap.version, user_id, f, now, since)
         interests = find_interests(history, f)
         row_filter = to_row_filter(facts, parsed, exclude=read)
-        texts = Texts(session, self.settings.features.strip_boilerplate)
+        texts = Texts(session, self.settings.features.strip_boilerplate, self.kept, facts.seq_of)
         anchors = self._anchors(session, facts, snap, read, texts)
         curation = Curation.of_articles(session, read)
         slate = Slate(

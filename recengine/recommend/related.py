@@ -129,9 +129,11 @@ class RelatedArticles:
     Args:
         settings: ``related`` and ``features.hamming_k`` settings.
         index: the process's live index.
+        kept: what is compared of texts, kept across answers (shared with the process's
+            feeds; None: a store of its own, ``related.kept_compared_mb``).
     """
 
-    def __init__(self, settings: Settings, index: LiveIndex) -> None:
+    def __init__(self, settings: Settings, index: LiveIndex, kept: KeptTexts | None = None) -> None:
         self.settings = settings
         self.index = index
         self.criterion = DuplicateCriterion.from_settings(settings)
@@ -139,7 +141,7 @@ class RelatedArticles:
         self.overrides = OverridePresence()
         self.signals = Signals(settings, factory=index.factory if index.background else None)
         self.card_rule = card_rule(settings.ingest.summary_chars)
-        self.kept = KeptTexts(settings.related.kept_compared_mb << 20)
+        self.kept = KeptTexts(settings.related.kept_compared_mb << 20) if kept is None else kept
 
     def related(
         self,

@@ -33,11 +33,11 @@ from recengine.recommend.related import RelatedArticles
 from recengine.storage.notify import ChangeListener
 from recengine.storage.walwatch import WalWatch
 from recengine.text.compare import Compared
+from recengine.text.kept import KeptTexts
 from recengine.text.tokenize import Tokenizer
 from recengine.web.schemas.core import Models
 
 if TYPE_CHECKING:
-
     from recengine.index.follower import Follower
     from recengine.web.metrics import Metrics
 
@@ -69,12 +69,17 @@ class Services:
         return self.__dict__.get("index")
 
     @cached_property
+    def kept_texts(self) -> KeptTexts:
+        """What lists and feeds compare of stored texts, kept across answers (one store)."""
+        return KeptTexts(self.settings.related.kept_compared_mb << 20)
+
+    @cached_property
     def related(self) -> RelatedArticles:
-        return RelatedArticles(self.settings, self.index)
+        return RelatedArticles(self.settings, self.index, self.kept_texts)
 
     @cached_property
     def feeds(self) -> ReaderFeeds:
-        return ReaderFeeds(self.settings, self.index)
+        return ReaderFeeds(self.settings, self.index, self.kept_texts)
 
     @cached_property
     def readers(self) -> ReaderData:
