@@ -1,8 +1,9 @@
 """The read path of a related list in one process, as a serving worker answers: latency, CPU and
 the SQL statements per list, on a database made by README's commands.
 
-``python -m bench.related_read DATA_DIR [--queries 1000] [--seed 1]``: ``DATA_DIR`` holds
-``recengine.db`` (SQLite) and the index files the reindex published (e.g. ``recengine ingest``
+``python -m bench.related_read DATA_DIR [--queries 1000] [--seed 1] [--database DB]``:
+``DATA_DIR`` holds ``recengine.db`` (SQLite; or ``--database``, e.g. ``bench.related_speed``'s
+1M synthetic database) and the index files the reindex published (e.g. ``recengine ingest``
 of ``bench.peers``' corpus into an empty database). The index follows the database's changes as
 a worker does (``LiveIndex.follow_changes``: the WAL header, no position query while nothing
 changes); the native libraries on one thread (``web.native_threads``). After ``--warm`` lists,
@@ -48,9 +49,10 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--stages", action="store_true")
+    parser.add_argument("--database", type=Path, default=None)
     args = parser.parse_args()
     spent = timed_stages() if args.stages else {}
-    url = f"sqlite:///{args.data_dir / 'recengine.db'}"
+    url = f"sqlite:///{args.database or args.data_dir / 'recengine.db'}"
     settings = load_settings({"data_dir": str(args.data_dir), "database_url": url})
     engine = make_engine(url)
     factory = make_session_factory(engine)
