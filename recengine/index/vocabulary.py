@@ -1,8 +1,10 @@
 """Term names by term hash: what turns the hashes an index holds back into the words an
 explanation shows (``shared_terms`` of a list about an article held in memory).
 
-One table for every article (a few megabytes for a corpus's distinct terms, where each
-article's own terms would cost about as much as its vector). Term hashes name terms uniquely
+One table for every article, where each article's own terms would cost about as much as its
+vector: 2.5 MB for the 105,240 distinct terms of 9,882 real articles; it grows with the distinct
+terms, not the articles (~200 MB for the 9.4M of the 1M synthetic corpus of resampled tokens,
+whose vocabulary is far wider than a real site's). Term hashes name terms uniquely
 everywhere in recengine (``features.hashing``), so a hash met again names the same term; terms
 are added as articles are, never removed (a term of a deleted article names nothing wrongly).
 
