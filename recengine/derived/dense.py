@@ -113,7 +113,6 @@ class DenseKind(IndexKind[DenseState]):
     name: ClassVar[str] = "dense"
     fields: ClassVar[tuple[str, ...]] = ("vector", "embedding")
     needs_terms: ClassVar[bool] = True
-    reads_fit: ClassVar[bool] = True
 
     def __init__(
         self,

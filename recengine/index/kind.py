@@ -121,9 +121,6 @@ class IndexKind(ABC, Generic[T]):
     # Its rows depend on cluster rows (canonicals_only, or member columns), which a reindex
     # writes for its new version without a ``seq``: it is built after the switch.
     reads_clusters: ClassVar[bool] = False
-    # Its build reads what a reindex fits with the version (``for_version``: the LSA model),
-    # which the reindex fits beside the other kinds' builds: it is built once that is stored.
-    reads_fit: ClassVar[bool] = False
 
     @abstractmethod
     def params(self) -> dict[str, Any]:

@@ -6,13 +6,6 @@ features are written and before the switch, so the model is in SQL before any pr
 follow the version (``derived.dense`` reads it when it builds the version's index). Local and
 Spark reindexes fit it the same way from the same stored vectors, so they store the same model.
 
-The fit itself (``features.lsa``: about a CPU-second of BLAS and sparse products at 55 MB of
-long articles, the GIL released in most of it) runs on a thread of its own
-(:func:`start_dense_fit`) while the tail builds the other kinds' indexes and computes the
-clusters, which need nothing of it; the sample is read and the model stored on the caller's
-thread (:meth:`PendingFit.store`), before the dense index is built: the same model, a CPU-second
-less of the tail's serial time (BENCHMARKS.md, issue 50 item 2).
-
 The sample: at most ``dense.sample`` live articles with terms, every ``ceil(n / sample)``-th
 by id (ids are read alone, then the sample's vectors): memory bounded by the sample, whatever
 the corpus size. The corpus-size rule (:func:`dense_dims`, measured in ``BENCHMARKS.md``): no
@@ -23,8 +16,6 @@ dense part below ``dense.min_articles`` articles; at most one dimension per
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 import numpy as np
@@ -33,7 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import DenseSettings
 from recengine.derived.dense import ENCODER_PART, LSA_PART
-from recengine.features.lsa import LsaModel, fit_lsa
+from recengine.features.lsa import fit_lsa
 from recengine.features.tfidf import SparseVector
 from recengine.pipeline.featurize import encoder_params
 from recengine.pipeline.reindex.sample import PAGE, spread_ids
@@ -62,14 +53,6 @@ def fit_dense(factory: sessionmaker[Session], settings: DenseSettings, version: 
     Returns:
         The LSA dimensions (0: no LSA part for this version).
     """
-    return start_dense_fit(factory, settings, version).store()
-
-
-def start_dense_fit(
-    factory: sessionmaker[Session], settings: DenseSettings, version: int
-) -> PendingFit:
-    """:func:`fit_dense` begun: the encoder part recorded and the sample read here, the fit
-    started on a thread; :meth:`PendingFit.store` waits for it and stores the model."""
     save_encoder_part(factory, settings, version)
     with index_rows(factory) as rows:
         n = rows.count(version=version, needs_terms=True)
@@ -77,81 +60,39 @@ def start_dense_fit(
     alone = settings.encoder != "lsa" and settings.encoder_share >= 1.0
     dims = 0 if alone else dense_dims(settings, n)
     ids = sample_ids(factory, version, n, settings.sample) if dims else []
-    pending = PendingFit(factory, version, dims, {"articles": n, "sample": len(ids)})
+    hashes, weights = sample_vectors(factory, version, ids)
     if dims:
-        hashes, weights = sample_vectors(factory, version, ids)
-        pending.begin(
-            lambda: fit_lsa(
+        try:
+            model = fit_lsa(
                 hashes,
                 weights,
                 dims,
                 max_terms=settings.max_terms,
                 power_iterations=settings.power_iterations,
                 seed=SEED,
-            ),
-            settings.power_iterations,
-        )
-    return pending
-
-
-class PendingFit:
-    """An LSA fit running on a thread of its own (see the module docstring)."""
-
-    def __init__(
-        self, factory: sessionmaker[Session], version: int, dims: int, params: dict[str, int]
-    ) -> None:
-        self.factory, self.version, self.dims = factory, version, dims
-        self._params = params
-        self._model: LsaModel | None = None
-        self._error: BaseException | None = None
-        self._thread: threading.Thread | None = None
-
-    def begin(self, fit: Callable[[], LsaModel], power_iterations: int) -> None:
-        self._params = {**self._params, "power_iterations": power_iterations}
-
-        def run() -> None:
-            try:
-                self._model = fit()
-            except BaseException as exc:  # re-raised on the caller's thread by store()
-                self._error = exc
-
-        # a daemon: an interrupted reindex does not wait for a fit nobody will store
-        self._thread = threading.Thread(target=run, name="lsa-fit", daemon=True)
-        self._thread.start()
-
-    def store(self) -> int:
-        """Wait for the fit; store its model under the version (or remove a stale one when
-        there is none: too few articles or distinct terms for the dimensions).
-
-        Returns:
-            The LSA dimensions (0: no LSA part for this version).
-        """
-        if self._thread is not None:
-            self._thread.join()
-        if isinstance(self._error, ValueError):  # too few distinct terms: no dense part
-            self.dims = 0
-        elif self._error is not None:
-            raise self._error
-        with transaction(self.factory) as session:
-            if not self.dims or self._model is None:
-                delete_model_part(session=session, version=self.version, name=LSA_PART)
-                return 0
-            save_model_part(
-                session=session,
-                version=self.version,
-                name=LSA_PART,
-                payload=self._model.to_bytes(),
-                params={
-                    "dims": self.dims,
-                    "articles": self._params["articles"],
-                    "sample": self._params["sample"],
-                    "terms": len(self._model.hashes),
-                    "power_iterations": self._params["power_iterations"],
-                    "seed": SEED,
-                },
-                now=datetime.now(UTC),
             )
-        return self.dims
+        except ValueError:  # too few distinct terms for the dimensions: no dense part
+            dims = 0
+    with transaction(factory) as session:
+        if not dims:
+            delete_model_part(session=session, version=version, name=LSA_PART)
+            return 0
+        save_model_part(
+            session=session,
+            version=version,
+            name=LSA_PART,
+            payload=model.to_bytes(),
+            params={
+                "dims": dims,
+                "articles": n,
+                "sample": len(ids),
+                "terms": len(model.hashes),
+                "power_iterations": settings.power_iterations,
+                "seed": SEED,
+            },
+            now=datetime.now(UTC),
+        )
+    return dims
 
 
 def save_encoder_part(

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.clusters.upkeep import Deduplicator
 from recengine.pipeline.featurize import Featurizer, Words
-from recengine.pipeline.reindex.dense_fit import start_dense_fit
+from recengine.pipeline.reindex.dense_fit import fit_dense
 from recengine.pipeline.reindex.job import JobDir, ReindexBusy
 from recengine.pipeline.reindex.pool import AnalysisPool
 from recengine.pipeline.reindex.spill import SpilledTexts
@@ -90,7 +90,7 @@ class ReindexRun:
         """
         self.version = version
         self.progress.start("dense model", None)
-        fit = start_dense_fit(self.factory, self.featurizer.settings.dense, version)
+        fit_dense(self.factory, self.featurizer.settings.dense, version)
         switch = Switch(
             self.factory,
             self.featurizer,
@@ -100,7 +100,6 @@ class ReindexRun:
             self.batch_size,
             self.progress,
             seeds=seeds or {},
-            fitted=fit.store,  # the fit runs beside the builds and the clusters meanwhile
         )
         caught_up = switch_to(switch, start_seq, clusters)
         self.progress.start("cleanup", None)

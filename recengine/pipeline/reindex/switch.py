@@ -17,9 +17,7 @@ start. What happens next, in order (``switch_to``):
    pairs);
 4. **rounds**: the articles changed since the last round get their features, their place in
    the new version's candidate indexes (radius and passages) and their clusters, until a
-   round finds only a few; then what is fitted with the version is stored (``Switch.fitted``:
-   the LSA model, fitted on a thread meanwhile, ``pipeline.reindex.dense_fit``) and the kinds
-   that read it (``IndexKind.reads_fit``: the dense index) are built, as of the last round;
+   round finds only a few;
 5. **the switch**, one short transaction under the writers' lock (``state.begin_write``): the
    last few catch up, the active version changes, their clusters are updated. Its work is
    bounded by what was written during the last round, not by the corpus;
@@ -91,8 +89,6 @@ class Switch:
     progress: Progress
     caught_up: int = 0
     seeds: Mapping[str, Seed] = field(default_factory=dict)
-    # waits until what is fitted with the version is in SQL (``dense_fit.PendingFit.store``)
-    fitted: Callable[[], object] = lambda: None
 
 
 def switch_to(switch: Switch, start_seq: int, clusters: Clusters) -> int:
@@ -105,9 +101,15 @@ def switch_to(switch: Switch, start_seq: int, clusters: Clusters) -> int:
     seq = _catch_up_outside(switch, start_seq)
     indexes = followers(switch.featurizer.settings)
     for name, follower in indexes.items():
-        if follower.kind.reads_clusters or follower.kind.reads_fit:
-            continue  # built after the clusters, or after the fit is stored
-        _build(switch, name, follower, seq)
+        if follower.kind.reads_clusters:
+            continue  # follows cluster rows the reindex writes without a seq: built after
+        with index_rows(switch.factory) as rows:
+            seed = switch.seeds.get(name)
+            if seed is not None:
+                database = rows.position()[2]
+                follower.seed(seed.index, version=switch.version, seq=seed.seq, database=database)
+            follower.sync(rows, version=switch.version)
+        follower.rewind(seq)
     near: Sources = (indexes[NearDupKind.name], indexes[PassageKind.name])
     switch.progress.start("clusters", None)
     clusters(_candidates(near), seq)
@@ -115,10 +117,6 @@ def switch_to(switch: Switch, start_seq: int, clusters: Clusters) -> int:
         seq, changed = _round(switch, near, seq)
         if changed <= SMALL_ROUND:
             break
-    switch.fitted()
-    for name, follower in indexes.items():
-        if follower.kind.reads_fit and not follower.kind.reads_clusters:
-            _build(switch, name, follower, seq)
     checkpoint("prepared")
     switch.progress.start("switch", None)
     with ExitStack() as locks:
@@ -132,18 +130,6 @@ def switch_to(switch: Switch, start_seq: int, clusters: Clusters) -> int:
             _publish(switch.factory, follower)
             held[name].close()
     return switch.caught_up
-
-
-def _build(switch: Switch, name: str, follower: Follower[Any], seq: int) -> None:
-    """The new version's index of ``follower`` from SQL (or its seed, caught up), rewound to
-    ``seq``: the position up to which the version's features are written."""
-    with index_rows(switch.factory) as rows:
-        seed = switch.seeds.get(name)
-        if seed is not None:
-            database = rows.position()[2]
-            follower.seed(seed.index, version=switch.version, seq=seed.seq, database=database)
-        follower.sync(rows, version=switch.version)
-    follower.rewind(seq)
 
 
 def _catch_up_outside(switch: Switch, seq: int) -> int:
