@@ -310,9 +310,10 @@ def _exit_at_once() -> None:
     the worker made (the dictionary's tables, the vocabulary, numpy's and numba's modules):
     about a second of wall time at the end of a reindex with 2 workers, spent while the parent
     waits for the pool to close (``bench.reindex_phases``, BENCHMARKS.md issue 50 item 2), for
-    memory the kernel frees at once. Nothing is left to write by then: results went back through
-    the pool's queue (its feeder thread is joined before the worker returns), spill files are
-    closed after each write, and the standard streams are flushed here.
+    memory the kernel frees at once. Nothing is left to write by then: each result went back
+    as its task ended (the executor's result queue writes to its pipe at once, no feeder
+    thread), spill files are closed after each write, and the standard streams are flushed
+    here.
     """
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, OSError, ValueError):  # closed or replaced
