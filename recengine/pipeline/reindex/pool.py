@@ -13,6 +13,8 @@ processes do. The pool is shared by reindex (whole corpus) and ingest (large bat
   their own when the parent dies, even by ``kill -9`` (they watch their parent pid), so an
   interrupted reindex leaves no orphan processes behind.
 * ``workers <= 1`` runs in the calling process: no pool, no start-up cost, same results.
+* A worker leaves without the interpreter's teardown (:func:`_exit_at_once`): a spawned
+  process ends with ``sys.exit``, which frees every object it made one by one.
 
 The start method is ``spawn``: not ``fork``, because the parent may hold threads (progress bar,
 database pools) that a forked child would inherit half-locked; not ``forkserver``, because its
@@ -22,9 +24,12 @@ the workers do (they hold its liveness pipe), so they could not notice the death
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -291,9 +296,29 @@ def _init_worker(settings: Settings, words: Words) -> None:
     global _worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    atexit.register(_exit_at_once)
     _worker = Featurizer(settings)
     _worker.use_words(words)
     _worker.tokenizer  # noqa: B018 -- the dictionary loads now, while the parent reads a batch
+
+
+def _exit_at_once() -> None:
+    """A worker's last act (registered by :func:`_init_worker`, so it runs before the exit
+    handlers registered earlier): leave without the interpreter's teardown.
+
+    A spawned worker ends with ``sys.exit``, whose finalisation frees one by one every object
+    the worker made (the dictionary's tables, the vocabulary, numpy's and numba's modules):
+    about a second of wall time at the end of a reindex with 2 workers, spent while the parent
+    waits for the pool to close (``bench.reindex_phases``, BENCHMARKS.md issue 50 item 2), for
+    memory the kernel frees at once. Nothing is left to write by then: each result went back
+    as its task ended (the executor's result queue writes to its pipe at once, no feeder
+    thread), spill files are closed after each write, and the standard streams are flushed
+    here.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # closed or replaced
+            stream.flush()
+    os._exit(0)
 
 
 def _watch_parent(ppid: int) -> None:
