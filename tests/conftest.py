@@ -22,10 +22,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings, TokenizerSettings, load_settings
 from recengine.pipeline.featurize import Featurizer
 from recengine.storage.db import make_engine, make_session_factory
-from recengine.storage.migrate import upgrade
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 from tests.jvm import use_small_jvms
-from tests.templates import admin_connection, drop_templates
+from tests.templates import admin_connection, drop_templates, migrate_cloned
 
 # The real corpora the tests read ship with the repository (tests/data/README.md: sources and
 # licences), so a clone anywhere needs nothing outside it.
@@ -118,9 +117,10 @@ def settings(tmp_path: Path, database_url: str) -> Settings:
 
 @pytest.fixture
 def engine(settings: Settings) -> Iterator[Engine]:
-    """An engine on a migrated, empty database."""
+    """An engine on a migrated, empty database (a copy of the process's migrated template,
+    with an identity of its own: ``tests/templates.py``)."""
     eng = make_engine(settings.resolved_database_url)
-    upgrade(eng)
+    migrate_cloned(eng)
     yield eng
     eng.dispose()
 
