@@ -15,7 +15,8 @@ The same goes for the schema alone: most tests start from a migrated, empty data
 ~1 s on PostgreSQL. :func:`migrate_cloned` migrates once per process and database kind, then
 copies that template the same way; each copy takes an identity of its own through the
 product's :func:`~recengine.storage.state.new_identity` (what migration 0002 runs), so two
-databases of one test are as distinct as two migrated ones. The tests of the migrations
+databases of one test are as distinct as two migrated ones (a PostgreSQL database that a test
+migrates is created as the copy at once: :func:`create_migrated`). The tests of the migrations
 themselves still run them (``upgrade``).
 
 The templates are dropped at the end of the session (:func:`drop_templates`).
@@ -110,12 +111,31 @@ def drop_templates() -> None:
 def migrate_cloned(engine: Engine) -> None:
     """The schema at head on ``engine``'s new, empty database (as ``upgrade(engine)`` makes
     it), copied from the process's migrated template, with a new ``database_id``."""
-    key = f"schema-{engine.dialect.name}"
-    template = _templates.get(key) or _build_schema_template(key, engine)
+    template = schema_template(engine)
     engine.dispose()
-    _copy(template.url, engine)
+    _copy(template, engine)
     with engine.begin() as connection:
         new_identity(connection)
+
+
+def schema_template(engine: Engine) -> str:
+    """The URL of the process's migrated template of ``engine``'s kind (built if need be)."""
+    key = f"schema-{engine.dialect.name}"
+    return (_templates.get(key) or _build_schema_template(key, engine)).url
+
+
+def create_migrated(url: str) -> None:
+    """Create the PostgreSQL database of ``url`` as :func:`migrate_cloned` makes it, in one
+    ``CREATE DATABASE ... TEMPLATE`` (creating an empty database first costs as much again)."""
+    engine = make_engine(url)
+    try:
+        source = make_url(schema_template(engine)).database
+        with admin_connection(engine.url) as conn:
+            conn.execute(text(f'CREATE DATABASE "{engine.url.database}" TEMPLATE "{source}"'))
+        with engine.begin() as connection:
+            new_identity(connection)
+    finally:
+        engine.dispose()
 
 
 def _build_schema_template(key: str, engine: Engine) -> _Template:
