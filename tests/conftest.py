@@ -22,10 +22,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from recengine.config import Settings, TokenizerSettings, load_settings
 from recengine.pipeline.featurize import Featurizer
 from recengine.storage.db import make_engine, make_session_factory
-from recengine.storage.migrate import upgrade
+from recengine.storage.migrate import current_revision
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 from tests.jvm import use_small_jvms
-from tests.templates import admin_connection, drop_templates
+from tests.templates import admin_connection, create_migrated, drop_templates, migrate_cloned
 
 # The real corpora the tests read ship with the repository (tests/data/README.md: sources and
 # licences), so a clone anywhere needs nothing outside it.
@@ -83,14 +83,19 @@ def _postgres_server_url() -> str:
 
 
 @pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
+def postgres_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh PostgreSQL database for one test, dropped afterwards: empty, or for a test that
+    uses ``engine``, created migrated (``engine``'s copy of the migrated template, made at once)."""
     server = make_url(_postgres_server_url())
     name = f"recengine_test_{uuid.uuid4().hex[:12]}"
-    with admin_connection(server) as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = server.set(database=name).render_as_string(hide_password=False)
+    if "engine" in request.fixturenames:
+        create_migrated(url)
+    else:
+        with admin_connection(server) as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
     try:
-        yield server.set(database=name).render_as_string(hide_password=False)
+        yield url
     finally:
         with admin_connection(server) as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
@@ -118,9 +123,11 @@ def settings(tmp_path: Path, database_url: str) -> Settings:
 
 @pytest.fixture
 def engine(settings: Settings) -> Iterator[Engine]:
-    """An engine on a migrated, empty database."""
+    """An engine on a migrated, empty database (a copy of the process's migrated template,
+    with an identity of its own: ``tests/templates.py``)."""
     eng = make_engine(settings.resolved_database_url)
-    upgrade(eng)
+    if current_revision(eng) is None:  # else created migrated (``postgres_url``)
+        migrate_cloned(eng)
     yield eng
     eng.dispose()
 

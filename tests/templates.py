@@ -10,6 +10,15 @@ written (the same ``database_id`` too, so the copied index files are the templat
 ones); what a test checks of a load is unchanged, and a test that loads into a database that
 is no longer empty still loads the slow way (a clone would replace what it wrote).
 
+The same goes for the schema alone: most tests start from a migrated, empty database
+(``tests/conftest.py``'s ``engine``), and running the migrations costs ~0.2 s on SQLite and
+~1 s on PostgreSQL. :func:`migrate_cloned` migrates once per process and database kind, then
+copies that template the same way; each copy takes an identity of its own through the
+product's :func:`~recengine.storage.state.new_identity` (what migration 0002 runs), so two
+databases of one test are as distinct as two migrated ones (a PostgreSQL database that a test
+migrates is created as the copy at once: :func:`create_migrated`). The tests of the migrations
+themselves still run them (``upgrade``).
+
 The templates are dropped at the end of the session (:func:`drop_templates`).
 """
 
@@ -35,7 +44,7 @@ from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
-from recengine.storage.state import read_state
+from recengine.storage.state import new_identity, read_state
 
 Build = Callable[[sessionmaker[Session], Featurizer, Sequence[dict[str, Any]]], None]
 
@@ -68,10 +77,7 @@ def load_cloned(
     key = _key(engine, featurizer, records, build)
     template = _templates.get(key) or _build_template(key, engine, featurizer, records, build)
     engine.dispose()  # no connection may stay open on a database being replaced
-    if engine.dialect.name == "sqlite":
-        _copy_sqlite(make_url(template.url).database or "", engine.url.database or "")
-    else:
-        _copy_postgres(engine, make_url(template.url).database or "")
+    _copy(template.url, engine)
     shutil.copytree(template.data_dir, data_dir, dirs_exist_ok=True)
 
 
@@ -100,6 +106,70 @@ def drop_templates() -> None:
     _templates.clear()
     if _root is not None:
         shutil.rmtree(_root, ignore_errors=True)
+
+
+def migrate_cloned(engine: Engine) -> None:
+    """The schema at head on ``engine``'s new, empty database (as ``upgrade(engine)`` makes
+    it), copied from the process's migrated template, with a new ``database_id``."""
+    template = schema_template(engine)
+    engine.dispose()
+    _copy(template, engine)
+    with engine.begin() as connection:
+        new_identity(connection)
+
+
+def schema_template(engine: Engine) -> str:
+    """The URL of the process's migrated template of ``engine``'s kind (built if need be)."""
+    key = f"schema-{engine.dialect.name}"
+    return (_templates.get(key) or _build_schema_template(key, engine)).url
+
+
+def create_migrated(url: str) -> None:
+    """Create the PostgreSQL database of ``url`` as :func:`migrate_cloned` makes it, in one
+    ``CREATE DATABASE ... TEMPLATE`` (creating an empty database first costs as much again)."""
+    engine = make_engine(url)
+    try:
+        source = make_url(schema_template(engine)).database
+        with admin_connection(engine.url) as conn:
+            conn.execute(text(f'CREATE DATABASE "{engine.url.database}" TEMPLATE "{source}"'))
+        with engine.begin() as connection:
+            new_identity(connection)
+    finally:
+        engine.dispose()
+
+
+def _build_schema_template(key: str, engine: Engine) -> _Template:
+    url, folder = _new_template(key, engine)
+    template_engine = make_engine(url)
+    try:
+        upgrade(template_engine)
+    finally:
+        template_engine.dispose()
+    _templates[key] = _Template(url, folder / "data")
+    return _templates[key]
+
+
+def _new_template(key: str, engine: Engine) -> tuple[str, Path]:
+    """The URL of a new template database of ``engine``'s kind, and its folder."""
+    global _root
+    if _root is None:
+        _root = Path(tempfile.mkdtemp(prefix="recengine-templates-"))
+    folder = _root / key
+    folder.mkdir(parents=True, exist_ok=True)
+    if engine.dialect.name == "sqlite":
+        return f"sqlite:///{folder / 'template.db'}", folder
+    name = f"recengine_tmpl_{key}_{uuid.uuid4().hex[:6]}".replace("-", "_")
+    with admin_connection(engine.url) as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    return engine.url.set(database=name).render_as_string(hide_password=False), folder
+
+
+def _copy(template_url: str, engine: Engine) -> None:
+    """Replace ``engine``'s database (no connection open on it) with a copy of the template's."""
+    if engine.dialect.name == "sqlite":
+        _copy_sqlite(make_url(template_url).database or "", engine.url.database or "")
+    else:
+        _copy_postgres(engine, make_url(template_url).database or "")
 
 
 def _is_fresh(factory: sessionmaker[Session], data_dir: Path) -> bool:
@@ -132,23 +202,13 @@ def _build_template(
     records: Sequence[dict[str, Any]],
     build: Build,
 ) -> _Template:
-    global _root
-    if _root is None:
-        _root = Path(tempfile.mkdtemp(prefix="recengine-templates-"))
-    folder = _root / key
-    if engine.dialect.name == "sqlite":
-        url = f"sqlite:///{folder / 'template.db'}"
-    else:
-        name = f"recengine_tmpl_{key}_{uuid.uuid4().hex[:6]}"
-        with admin_connection(engine.url) as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        url = engine.url.set(database=name).render_as_string(hide_password=False)
+    url, folder = _new_template(key, engine)
     settings = featurizer.settings.model_copy(
         update={"data_dir": folder / "data", "database_url": url}
     )
     template_engine = make_engine(url)
     try:
-        upgrade(template_engine)
+        migrate_cloned(template_engine)
         build(
             make_session_factory(template_engine),
             Featurizer(settings, featurizer.tokenizer),

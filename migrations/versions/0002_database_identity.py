@@ -12,11 +12,12 @@ database itself follows the data (a copy of the file, a dump restored elsewhere)
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
+
+from recengine.storage.state import new_identity
 
 revision: str = "0002"
 down_revision: str | None = "0001"
@@ -27,7 +28,7 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     with op.batch_alter_table("engine_state", schema=None) as batch_op:
         batch_op.add_column(sa.Column("database_id", sa.String(length=32), nullable=True))
-    op.execute(sa.text("UPDATE engine_state SET database_id = :id").bindparams(id=uuid.uuid4().hex))
+    new_identity(op.get_bind())
     with op.batch_alter_table("engine_state", schema=None) as batch_op:
         batch_op.alter_column("database_id", existing_type=sa.String(length=32), nullable=False)
 

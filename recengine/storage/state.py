@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from functools import cache
 
-from sqlalchemy import Select, Update, select, update
+from sqlalchemy import Connection, Select, Update, select, update
 from sqlalchemy.orm import Session
 
 from recengine.storage.models import EngineState
@@ -78,3 +79,17 @@ def set_active_model(*, session: Session, version: int) -> None:
     session.execute(
         update(EngineState).where(EngineState.id == 1).values(active_model_version=version)
     )
+
+
+def new_identity(connection: Connection) -> str:
+    """Give the database a new random identity (``engine_state.database_id``) and return it.
+
+    Migration 0002 gives every database its identity this way. A copy of a database (of the
+    file, a dump restored) keeps the identity, so that the index files built for it still
+    apply; a copy meant to be a database of its own (the test suite's copies of a migrated
+    template) takes a new one, and index files built for the original are not used with it.
+    Run inside a transaction of ``connection``; it does not commit.
+    """
+    database_id = uuid.uuid4().hex
+    connection.execute(update(EngineState).values(database_id=database_id))
+    return database_id

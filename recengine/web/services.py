@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
@@ -164,8 +164,10 @@ class Services:
         return compared_of(title, content, self.settings.features.strip_boilerplate)
 
 
+@cache
 def package_version() -> str:
-    """recengine's version as installed ("0" in a checkout that is not installed)."""
+    """recengine's version as installed ("0" in a checkout that is not installed); read once
+    (the package's metadata is read from disk)."""
     try:
         return version("recengine")
     except PackageNotFoundError:

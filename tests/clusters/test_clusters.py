@@ -22,13 +22,13 @@ from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
 from recengine.recommend.duplicates import duplicates_of
 from recengine.storage.db import make_engine, make_session_factory, transaction
-from recengine.storage.migrate import upgrade
 from recengine.storage.models import ClusterMember
 from recengine.storage.state import begin_write
 from recengine.text.compare import Compared
 from recengine.text.tokenize import Tokenizer
 from tests.conftest import make_settings
 from tests.neardup_helpers import check_invariants, clusters, corpus
+from tests.templates import migrate_cloned
 
 
 def _bases_then_reposts(
@@ -111,7 +111,7 @@ def _ingest_in_order(
 ) -> dict[str, tuple[str, int]]:
     settings = make_settings(tmp_path / name, f"sqlite:///{tmp_path / name}.db")
     engine = make_engine(settings.resolved_database_url)
-    upgrade(engine)
+    migrate_cloned(engine)
     factory = make_session_factory(engine)
     featurizer = Featurizer(settings, tokenizer)
     ingester = Ingester(factory, featurizer)

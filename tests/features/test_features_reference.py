@@ -41,12 +41,12 @@ from recengine.pipeline.reindex.full import reindex
 from recengine.pipeline.reindex.pool import AnalysisPool
 from recengine.pipeline.reindex.versions import write_features
 from recengine.storage.db import make_engine, make_session_factory, transaction
-from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 from recengine.storage.state import read_state
 from recengine.text.tokenize import Tokenizer, jieba_dictionary_tags
 from tests.factories import csl_records, javaguide_records
 from tests.recommend.test_related import live_related, repost
+from tests.templates import migrate_cloned
 from tests.text.test_tokenize_backends import real_texts
 
 _ENG = re.compile(r"^[a-zA-Z0-9]+$")
@@ -171,7 +171,7 @@ def test_stored_features_clusters_and_related_lists_equal_the_reference(
         {"data_dir": str(tmp_path / "after"), "database_url": f"sqlite:///{tmp_path / 'after.db'}"}
     )
     engine = make_engine(after.resolved_database_url)
-    upgrade(engine)
+    migrate_cloned(engine)
     factory = make_session_factory(engine)
     featurizer = Featurizer(after, tokenizer)
     with Ingester(factory, featurizer) as ingester:

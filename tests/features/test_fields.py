@@ -16,13 +16,13 @@ from recengine.pipeline.featurize import Featurizer, model_params, text_hash, te
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
 from recengine.storage.db import make_engine, make_session_factory
-from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ArticleFeatures
 from recengine.storage.rows.features import load_model_payload
 from recengine.storage.state import read_state
 from recengine.text.tokenize import Tokenizer
 from tests.conftest import make_settings
 from tests.factories import javaguide_records
+from tests.templates import migrate_cloned
 
 
 def indexed(
@@ -35,7 +35,7 @@ def indexed(
     """A new database with ``records`` ingested and reindexed under these feature settings."""
     settings = make_settings(tmp_path, database_url, features=features)
     engine = make_engine(settings.resolved_database_url)
-    upgrade(engine)
+    migrate_cloned(engine)
     factory = make_session_factory(engine)
     featurizer = Featurizer(settings, tokenizer)
     Ingester(factory, featurizer).ingest_records(records)

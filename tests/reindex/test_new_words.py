@@ -29,7 +29,6 @@ from recengine.pipeline.reindex.pool import AnalysisPool
 from recengine.report.data import gather
 from recengine.report.render import render_html
 from recengine.storage.db import make_engine, make_session_factory
-from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ArticleFeatures
 from recengine.storage.rows.features import load_model_payload
 from recengine.storage.state import read_state
@@ -37,6 +36,7 @@ from recengine.text.newwords import DiscoveryParams, discover_words
 from recengine.text.tokenize import Tokenizer, build_tokenizer
 from tests.conftest import make_settings
 from tests.recommend.test_related_dense import vectors_of
+from tests.templates import migrate_cloned
 from tests.text.test_tokenize_backends import real_texts
 
 ON = {"new_words": True, "new_words_min_count": 5}
@@ -67,7 +67,7 @@ def news_database(
     processes) under these tokenizer settings: ``(settings, factory, records)``."""
     settings = make_settings(tmp_path, database_url, tokenizer=words)
     engine = make_engine(settings.resolved_database_url)
-    upgrade(engine)
+    migrate_cloned(engine)
     factory = make_session_factory(engine)
     records = news(n)
     Ingester(factory, Featurizer(settings, tokenizer)).ingest_records(records)

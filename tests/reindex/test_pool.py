@@ -25,10 +25,10 @@ from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
 from recengine.pipeline.reindex.pool import AnalysisPool, Item, WorkerDied, resolve_workers
 from recengine.storage.db import make_engine, make_session_factory
-from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ArticleFeatures
 from recengine.text.compare import article_passages
 from tests.factories import javaguide_records
+from tests.templates import migrate_cloned
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +222,7 @@ def _ingest_state(tmp_path: Path, name: str, workers: int, records: list[dict[st
         }
     )
     engine = make_engine(settings.resolved_database_url)
-    upgrade(engine)
+    migrate_cloned(engine)
     factory = make_session_factory(engine)
     with Ingester(factory, Featurizer(settings)) as ingester:
         ingester.ingest_records(records[:20])

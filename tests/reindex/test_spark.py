@@ -31,7 +31,6 @@ from recengine.pipeline.reindex.full import reindex
 from recengine.pipeline.reindex.spark.cards import stale_ranges
 from recengine.pipeline.reindex.spark.job import SparkInput, spark_reindex
 from recengine.storage.db import make_engine, make_session_factory
-from recengine.storage.migrate import upgrade
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 from recengine.storage.rows.features import load_model_payload
 from recengine.storage.rows.index_rows import SqlIndexRows
@@ -41,6 +40,7 @@ from tests.conftest import make_settings
 from tests.factories import csl_records, javaguide_records, write_jsonl
 from tests.index.test_passage_candidates import partial_copies
 from tests.reindex.test_cards import forget_cards, stored_cards
+from tests.templates import migrate_cloned
 
 
 def engine_state(factory: sessionmaker[Session]) -> tuple[IdfModel, dict[str, Any], dict[int, Any]]:
@@ -309,7 +309,7 @@ def test_spark_and_local_agree_with_new_words_a_weighted_title_and_stop_terms(
         features={"title_weight": 2, "max_df": 0.5},
     )
     engine = make_engine(settings.resolved_database_url)
-    upgrade(engine)
+    migrate_cloned(engine)
     factory = make_session_factory(engine)
     featurizer = Featurizer(settings, tokenizer)
     records = [{**r, "published_at": "2024-01-01T00:00:00Z"} for r in inews_records(limit=400)]
@@ -350,7 +350,7 @@ def test_spark_executors_encode_as_the_local_engine_does(
         tmp_path, database_url, dense={"encoder": "use", "min_articles": 50, "dims": 32}
     )
     engine = make_engine(settings.resolved_database_url)
-    upgrade(engine)
+    migrate_cloned(engine)
     factory = make_session_factory(engine)
     local = indexed(factory, Featurizer(settings, tokenizer), javaguide_records(data_dir, 100))
     local_embeddings, local_dense = stored_embeddings(factory), dense_state(factory, settings)

@@ -21,16 +21,51 @@ from recengine.storage.migrate import (
     upgrade,
 )
 from recengine.storage.models import Article, ArticleFeatures, Base, IdfModelRow
-from recengine.storage.state import begin_write, read_state
+from recengine.storage.state import begin_write, new_identity, read_state
 from recengine.storage.types import i64_to_u64, u64_to_i64
+from tests.templates import migrate_cloned, schema_template
 
 
-def test_migrations_yield_exactly_the_models(engine: Engine) -> None:
+def test_migrations_yield_exactly_the_models(database_url: str) -> None:
+    """Migrated for real here (the ``engine`` fixture copies a migrated template)."""
+    engine = make_engine(database_url)
+    upgrade(engine)
     with engine.connect() as conn:
         diff = compare_metadata(
             MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata
         )
     assert diff == []
+    check_schema(engine)
+    engine.dispose()
+
+
+def _database_id(engine: Engine) -> str:
+    with Session(engine) as session:
+        return read_state(session=session).database_id
+
+
+def test_a_new_identity_replaces_the_one_the_migration_gave(database_url: str) -> None:
+    engine = make_engine(database_url)
+    upgrade(engine)
+    first = _database_id(engine)
+    with engine.begin() as connection:
+        given = new_identity(connection)
+    assert len(first) == len(given) == 32 and given != first
+    assert _database_id(engine) == given
+    engine.dispose()
+
+
+def test_each_copy_of_the_migrated_template_has_an_identity_of_its_own(engine: Engine) -> None:
+    """``engine``'s database is a copy of the process's migrated template (``tests/
+    templates.py``): every copy is a database of its own, as a migrated one is, so that index
+    files built for one are never taken for another's."""
+    first = _database_id(engine)
+    migrate_cloned(engine)  # another copy, in its place
+    second = _database_id(engine)
+    template = make_engine(schema_template(engine))
+    assert len(first) == len(second) == 32
+    assert len({first, second, _database_id(template)}) == 3
+    template.dispose()
     check_schema(engine)
 
 

@@ -11,10 +11,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import wraps
 from typing import Any, TypeVar
+from weakref import WeakKeyDictionary
 
 from flask import Flask, request
 from pydantic import BaseModel, ValidationError
 from spectree import SpecTree
+from spectree.model_adapter.protocol import SchemaMode
+from spectree.model_adapter.pydantic_adapter import PydanticModelAdapter
 from spectree.plugins.flask_plugin import FlaskPlugin
 
 from recengine.config import Settings
@@ -45,11 +48,34 @@ def _validated(part: str, model: type[M]) -> M:
     return value
 
 
+# The JSON schema of each model, by (ref_template, mode): the same for every app of a process.
+_SCHEMAS: WeakKeyDictionary[type[Any], dict[tuple[str, str], dict[str, Any]]] = WeakKeyDictionary()
+
+
+class _SchemaOnce(PydanticModelAdapter):
+    """spectree's pydantic adapter, generating each model's JSON schema once per process.
+
+    Generating them is most of what building an app costs (~120 schemas, ~0.25 s): paid again
+    by every app a process builds (the tests build one per test). The schema depends only on
+    the model class and the arguments, and spectree copies what it gets before changing it.
+    """
+
+    def json_schema(
+        self, model: type[Any], *, ref_template: str, mode: SchemaMode = "validation"
+    ) -> dict[str, Any]:
+        schemas = _SCHEMAS.setdefault(model, {})
+        key = (ref_template, mode)
+        if key not in schemas:
+            schemas[key] = super().json_schema(model, ref_template=ref_template, mode=mode)
+        return schemas[key]
+
+
 class ApiSpec(SpecTree):
     """spectree's document generator, publishing the other media types an operation's body
     may have (spectree knows ``application/json`` only)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("model_adapter", _SchemaOnce())
         super().__init__(*args, **kwargs)
         self.media_types: dict[str, tuple[str, ...]] = {}  # by operation id
 

@@ -503,8 +503,24 @@ class Models:
     feed_query: type[FeedQuery]
 
 
+# The settings sections build_models reads, and the models built per their values: a process
+# that builds several apps (the tests build one per test) builds each set of classes once,
+# and spectree's schemas of them are generated once too (``web.api.routing``).
+_READS = {"web", "related", "feed", "ingest"}
+_BUILT: dict[str, Models] = {}
+
+
 def build_models(settings: Settings) -> Models:
     """Request models with this deployment's limits: they validate and they are published."""
+    key = settings.model_dump_json(include=_READS)
+    if key not in _BUILT:
+        if len(_BUILT) >= 32:
+            _BUILT.clear()
+        _BUILT[key] = _build_models(settings)
+    return _BUILT[key]
+
+
+def _build_models(settings: Settings) -> Models:
     web, related, feed = settings.web, settings.related, settings.feed
     values = related.max_filter_values
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, RootModel, Tag
@@ -174,8 +175,14 @@ class EditorialModels:
 def build_editorial_models(settings: Settings, variants: Sequence[str]) -> EditorialModels:
     """The feedback body of this deployment: its variant names, slots below ``related.max_k``
     and at most ``feedback.max_events`` events."""
-    limit, slots = settings.feedback.max_events, settings.related.max_k
-    names: Any = Literal[tuple(variants)]
+    return _editorial_models(settings.feedback.max_events, settings.related.max_k, tuple(variants))
+
+
+@lru_cache(maxsize=32)
+def _editorial_models(limit: int, slots: int, variants: tuple[str, ...]) -> EditorialModels:
+    """Built once per set of limits and names (a process that builds several apps, as the
+    tests do, builds the classes once: ``build_models``)."""
+    names: Any = Literal[variants]
 
     class FeedbackEvent(_FeedbackEvent):  # named as published (and in error messages)
         variant: names = Field(description="The variant the list's body named.")

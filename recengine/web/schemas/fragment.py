@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import tzinfo
+from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator
@@ -79,8 +80,10 @@ class FragmentQuery(RelatedQuery):
         )
 
 
+@cache
 def fragment_query(related: type[RelatedQuery]) -> type[FragmentQuery]:
-    """The fragment's query model with the limits of ``related`` (``build_models``' own)."""
+    """The fragment's query model with the limits of ``related`` (``build_models``' own; one
+    class per class of ``related``, which ``build_models`` builds once per set of limits)."""
 
     class FragmentQueryModel(related, FragmentQuery):  # type: ignore[misc,valid-type]
         pass

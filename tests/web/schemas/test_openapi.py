@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from flask import Flask
 from flask.testing import FlaskClient
 
 from recengine.config import Settings
@@ -36,6 +38,27 @@ def test_the_feedback_body_is_declared_as_json_and_text_plain(client: FlaskClien
         "/api/v1/feedback", data=str(event).replace("'", '"'), content_type="text/plain"
     )
     assert sent.status_code == 404  # accepted as JSON; the article does not exist
+
+
+def test_apps_of_one_process_keep_their_own_limits_and_variants(
+    make_app: Callable[..., Flask],
+) -> None:
+    """A process builds each set of request models and schemas once (``build_models``,
+    ``web.api.routing``): apps built one after another, with other limits or the same ones,
+    still publish and apply each its own."""
+    two = {"name": "t", "variants": {"control": {}, "strict": {}}}
+    three = {"name": "u", "variants": {"a": {}, "b": {}, "c": {}}}
+    cases = ((5, two, ["control", "strict"]), (100, three, ["a", "b", "c"])) * 2
+    for max_k, experiment, variants in cases:
+        related = {"max_k": max_k, "default_k": 5}
+        client = make_app(related=related, experiment=experiment).test_client()
+        spec = document(client)
+        k = next(p for p in spec["paths"][RELATED]["get"]["parameters"] if p["name"] == "k")
+        event = spec["components"]["schemas"]["FeedbackEvent"]["properties"]
+        assert (k["schema"]["maximum"], event["slot"]["exclusiveMaximum"]) == (max_k, max_k)
+        assert event["variant"]["enum"] == variants
+        over = client.get(f"/api/v1/articles/a1/related?k={max_k + 1}")
+        assert over.status_code == 422, max_k
 
 
 def test_every_accepted_query_parameter_is_declared(

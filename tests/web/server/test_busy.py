@@ -17,10 +17,10 @@ from sqlalchemy.exc import OperationalError
 from recengine.cli import main
 from recengine.cli.context import CliContext
 from recengine.storage.db import is_busy, make_engine
-from recengine.storage.migrate import upgrade
 from recengine.web import create_app
 from tests.conftest import make_settings
 from tests.factories import record, write_jsonl
+from tests.templates import migrate_cloned
 from tests.web.conftest import AUTH, KEY
 
 
@@ -29,7 +29,7 @@ def test_a_locked_sqlite_database_is_reported_busy(tmp_path: Path) -> None:
     url = f"sqlite:///{path}?timeout=0.5"
     settings = make_settings(tmp_path, url, api_key=KEY)
     engine = make_engine(url)
-    upgrade(engine)
+    migrate_cloned(engine)
     engine.dispose()
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another writer holds the write lock
@@ -60,7 +60,7 @@ def test_a_locked_sqlite_database_is_reported_busy(tmp_path: Path) -> None:
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_a_postgresql_lock_timeout_is_busy(database_url: str) -> None:
     engine = make_engine(database_url)
-    upgrade(engine)
+    migrate_cloned(engine)
     with engine.connect() as holder, engine.connect() as waiter:
         holder.execute(text("UPDATE engine_state SET seq = seq WHERE id = 1"))  # row locked
         waiter.execute(text("SET lock_timeout = '200ms'"))

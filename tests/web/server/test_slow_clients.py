@@ -24,9 +24,9 @@ from sqlalchemy import Engine, text
 
 from recengine.config import Settings
 from recengine.storage.db import make_engine
-from recengine.storage.migrate import upgrade
 from tests.conftest import make_settings
 from tests.factories import record
+from tests.templates import migrate_cloned
 from tests.web.conftest import AUTH, KEY
 from tests.web.server.test_serve import server_env
 from tests.web.serving import GUNICORN_LINE, Served, call, served
@@ -68,7 +68,7 @@ def upload_head(length: int) -> bytes:
 def sqlite_settings(tmp_path: Path) -> Settings:
     settings = make_settings(tmp_path, f"sqlite:///{tmp_path / 'serve.db'}", api_key=KEY)
     engine = make_engine(settings.resolved_database_url)
-    upgrade(engine)
+    migrate_cloned(engine)
     engine.dispose()
     return settings
 
