@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from recengine.features.tfidf import SparseVector
+from recengine.index.ids import sorted_find
 
 # positions in the query vector -> their terms (a vector held by hashes only names its terms
 # when asked: ``index.vocabulary``)
@@ -44,8 +45,8 @@ class SharedTerms:
         """
         if limit <= 0 or not len(self._sorted) or not len(hashes):
             return []
-        at = np.minimum(np.searchsorted(self._sorted, hashes), len(self._sorted) - 1)
-        found = self._sorted[at] == hashes
+        at = sorted_find(self._sorted, hashes)  # the query's hashes are distinct
+        found = at >= 0
         qi, di = self._order[at[found]], np.flatnonzero(found)
         q = self.query.weights[qi].astype(np.float64)
         contrib = scale * q * weights[di].astype(np.float64)
