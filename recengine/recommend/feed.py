@@ -53,7 +53,7 @@ from recengine.recommend.feeds.retention import cutoff
 from recengine.recommend.feeds.slate import Slate
 from recengine.recommend.lists.criterion import Articles, DuplicateCriterion, anonymous
 from recengine.recommend.lists.curation import Curation, concat
-from recengine.recommend.lists.explain import shared_terms
+from recengine.recommend.lists.explain import Item, SharedTerms
 from recengine.recommend.lists.facts import Facts, facts_of
 from recengine.recommend.lists.listing import (
     Texts,
@@ -279,10 +279,11 @@ class ReaderFeeds:
     ) -> dict[str, Any]:
         """The page after ``offset`` entries, with what was suppressed while it was filled
         (``factors``: the freshness factor of each decayed candidate, by id)."""
-        explain = self.settings.related.explain_terms
         ids = slate.all_ids()
         shown = facts.briefs(ids)
         items = []
+        # the items of each interest, explained together against it (``SharedTerms``)
+        explained: dict[int, tuple[Interest, list[Reasons], list[Item]]] = {}
         for entry in slate.kept[offset:]:
             row = shown.get(entry.id)
             if row is None:
@@ -297,15 +298,21 @@ class ReaderFeeds:
                     shown[i].external_id for i in entry.interest.examples if i in shown
                 ],
                 "interest_share": round(entry.interest.share, 4),
-                "shared_terms": shared_terms(
-                    entry.interest.vector, hashes, weights, explain, factor or 1.0
-                ),
+                "shared_terms": [],
             }
             if factor is not None:
                 reasons["freshness"] = round(factor, 4)
             if entry.pinned:
                 reasons["pinned"] = True
+            group = explained.setdefault(id(entry.interest), (entry.interest, [], []))
+            group[1].append(reasons)
+            group[2].append((hashes, weights, factor or 1.0))
             items.append(item(row, entry.score, reasons))
+        limit = self.settings.related.explain_terms
+        for interest, reasons_of, vectors in explained.values():
+            terms = SharedTerms(interest.vector).of_items(vectors, limit)
+            for reasons, shared in zip(reasons_of, terms, strict=True):
+                reasons["shared_terms"] = shared
         external = {i: row.external_id for i, row in shown.items()}
         cuts = [(s.id, s.reason) for s in slate.suppressed if s.kept_before >= offset]
         suppressed = cut_entries(facts, cuts, external)

@@ -68,7 +68,7 @@ from recengine.index.related.view import Hits, RowFilter
 from recengine.recommend.lists.blend import dense_query, ranked
 from recengine.recommend.lists.criterion import DuplicateCriterion
 from recengine.recommend.lists.curation import Curation, OverridePresence, concat
-from recengine.recommend.lists.explain import Namer, SharedTerms
+from recengine.recommend.lists.explain import Item, Namer, SharedTerms
 from recengine.recommend.lists.facts import Facts, facts_of
 from recengine.recommend.lists.listing import (
     Texts,
@@ -360,8 +360,9 @@ class RelatedArticles:
         facts = lists.facts.briefs(ids + [s.duplicate_of for s in shown])
         external = {i: row.external_id for i, row in facts.items()}
         external[query.id] = query.external_id
-        items = []
-        explain = SharedTerms(query.vector, query.names)
+        items: list[dict[str, Any]] = []
+        explained: list[Reasons] = []  # the items' reasons, their shared terms set below
+        vectors: list[Item] = []
         for i in page:
             row = facts.get(int(hits.ids[i]))
             if row is None:  # deleted since the index caught up
@@ -370,16 +371,23 @@ class RelatedArticles:
                 same = bool(query.category) and row.category == query.category
                 items.append(item(row, 0.0, {"fallback": filled.source[i], "same_category": same}))
                 continue
-            vec = snap.view.vector(int(hits.part[i]), int(hits.row[i]))
+            hashes, weights = snap.view.vector(int(hits.part[i]), int(hits.row[i]))
             # NaN: a pin, scored by the TF-IDF cosine alone (curation.concat)
             dense = None if hits.dense is None or np.isnan(hits.dense[i]) else float(hits.dense[i])
             factor = ranked.factors.get(int(hits.ids[i])) if i >= n_pinned else None
-            reasons = self.reasons(query, row, explain, *vec, dense=dense, factor=factor)
+            reasons, scale = self.reasons(query, row, dense=dense, factor=factor)
             if i < n_pinned:
                 reasons["pinned"] = True
             else:
                 reasons.update(ranked.gave.get(int(hits.ids[i]), {}))
+            explained.append(reasons)
+            vectors.append((hashes, weights, scale))
             items.append(item(row, float(hits.scores[i]), reasons))
+        terms = SharedTerms(query.vector, query.names).of_items(
+            vectors, self.settings.related.explain_terms
+        )
+        for reasons, shared in zip(explained, terms, strict=True):
+            reasons["shared_terms"] = shared
         cuts = [(int(hits.ids[s.position]), s.reason) for s in shown]
         suppressed = cut_entries(lists.facts, cuts, external)
         return {"article": query.external_id, "items": items, "suppressed": suppressed}
@@ -388,28 +396,27 @@ class RelatedArticles:
         self,
         query: Query,
         row: Brief,
-        explain: SharedTerms,
-        hashes: np.ndarray[Any, Any],
-        weights: np.ndarray[Any, Any],
         dense: float | None = None,
         factor: float | None = None,
-    ) -> Reasons:
-        """The explanation of one item: shared terms, the dense part's share (``dense``: None
-        when the list has no dense part), shared category and tags, and the freshness factor
-        the score was multiplied by (``factor``: None when it was not decayed; the shares are
-        then scaled by it, so that they still add up to the score)."""
+    ) -> tuple[Reasons, float]:
+        """The explanation of one item but its shared terms, and the scale of their shares:
+        the dense part's share (``dense``: None when the list has no dense part), shared
+        category and tags, and the freshness factor the score was multiplied by (``factor``:
+        None when it was not decayed; the shares are then scaled by it, so that they still add
+        up to the score). The shared terms of a page's items are found together
+        (``SharedTerms.of_items``) and set under ``shared_terms``, which comes first."""
         r = self.settings.related
         tags = [t for t in (row.tags or ()) if t in query.tags]
         scale = (1.0 if dense is None else 1.0 - r.dense_weight) * (factor or 1.0)
         reasons: Reasons = {
-            "shared_terms": explain.of(hashes, weights, r.explain_terms, scale),
+            "shared_terms": [],
             "dense": 0.0 if dense is None else round(dense, 6),
             "same_category": bool(query.category) and row.category == query.category,
             "shared_tags": tags,
         }
         if factor is not None:
             reasons["freshness"] = round(factor, 4)
-        return reasons
+        return reasons, scale
 
 
 def load_query(session: Session, snap: Snapshot, external_id: str) -> Query:

@@ -46,3 +46,28 @@ def test_shared_terms_are_the_largest_products_ties_by_the_querys_order(data: An
     want = [{"term": t, "weight": round(-p, 6)} for p, _, t in sorted(products)[:limit]]
     assert got == want
     assert sum(len(a) for a in asked) == len(got)  # only the terms shown were named
+
+
+@given(st.data())
+def test_a_pages_items_together_are_each_item_alone_and_each_term_is_named_once(
+    data: Any,
+) -> None:
+    """``of_items`` (a page's items in one pass, as a related list explains them) gives what
+    ``of`` gives each item alone, scales included, and names each term shown once per page."""
+    pool = list(range(1, 20))
+    query = _vector(data.draw, pool)
+    items = [
+        (v.hashes, v.weights, data.draw(st.sampled_from([1.0, 0.7, 0.35])))
+        for v in (_vector(data.draw, pool) for _ in range(data.draw(st.integers(0, 5))))
+    ]
+    limit = data.draw(st.integers(0, 6))
+    asked: list[int] = []
+
+    def names(positions: Any) -> list[str]:
+        asked.extend(positions.tolist())
+        return [query.terms[i] for i in positions.tolist()]
+
+    got = SharedTerms(query, names).of_items(items, limit)
+    assert got == [SharedTerms(query).of(h, w, limit, s) for h, w, s in items]
+    shown = {t["term"] for terms in got for t in terms}
+    assert sorted(asked) == sorted({query.terms.index(t) for t in shown})

@@ -15,12 +15,17 @@ from recengine.index.ids import sorted_find
 # when asked: ``index.vocabulary``)
 Namer = Callable[[npt.NDArray[np.intp]], Sequence[str]]
 
+# one item's stored vector and the factor its shares are scaled by: ``(hashes uint64 (n,),
+# weights float32 (n,), scale)``
+Item = tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32], float]
+
 
 class SharedTerms:
     """The shared terms of one query vector with each of several items' stored vectors.
 
-    The query's hashes are sorted once, so each item costs one ``searchsorted`` of its own
-    terms (not a sort of both); only the terms shown are named (``names``: the query's terms at
+    The query's hashes are sorted once; a page's items are then looked up together (one
+    ``searchsorted`` and one sort for all of them, not a few numpy calls per item), and only
+    the terms shown are named, each once per page (``names``: the query's terms at
     positions, default its ``terms``)."""
 
     def __init__(self, query: SparseVector, names: Namer | None = None) -> None:
@@ -43,27 +48,32 @@ class SharedTerms:
         sees which words made two articles related. Ties go to the term that comes first in
         the query vector (its stored order).
         """
-        if limit <= 0 or not len(self._sorted) or not len(hashes):
-            return []
+        return self.of_items([(hashes, weights, scale)], limit)[0]
+
+    def of_items(self, items: Sequence[Item], limit: int) -> list[list[dict[str, Any]]]:
+        """:meth:`of` for each of ``items``, in order: the same terms and figures."""
+        if limit <= 0 or not len(self._sorted) or not items:
+            return [[] for _ in items]
+        hashes = np.concatenate([h for h, _, _ in items])
+        weights = np.concatenate([w for _, w, _ in items])
+        owner = np.repeat(np.arange(len(items)), [len(h) for h, _, _ in items])
+        scales = np.array([s for _, _, s in items], np.float64)
         at = sorted_find(self._sorted, hashes)  # the query's hashes are distinct
-        found = at >= 0
-        qi, di = self._order[at[found]], np.flatnonzero(found)
+        found = np.flatnonzero(at >= 0)
+        qi, of = self._order[at[found]], owner[found]
         q = self.query.weights[qi].astype(np.float64)
-        contrib = scale * q * weights[di].astype(np.float64)
-        order = np.lexsort((qi, -contrib))[:limit]
-        names = self._names(qi[order])
-        return [
-            {"term": name, "weight": round(float(contrib[j]), 6)}
-            for name, j in zip(names, order.tolist(), strict=True)
+        contrib = scales[of] * q * weights[found].astype(np.float64)
+        order = np.lexsort((qi, -contrib, of))  # by item, then largest share, then query order
+        starts = np.searchsorted(of[order], np.arange(len(items) + 1))
+        shown = [
+            order[starts[i] : min(starts[i + 1], starts[i] + limit)] for i in range(len(items))
         ]
-
-
-def shared_terms(
-    query: SparseVector,
-    hashes: npt.NDArray[np.uint64],
-    weights: npt.NDArray[np.float32],
-    limit: int,
-    scale: float = 1.0,
-) -> list[dict[str, Any]]:
-    """:meth:`SharedTerms.of` for one item."""
-    return SharedTerms(query).of(hashes, weights, limit, scale)
+        picked = np.concatenate(shown)
+        terms, back = np.unique(qi[picked], return_inverse=True)
+        named = self._names(terms)  # each term shown on the page named once
+        pairs = [
+            {"term": named[t], "weight": round(c, 6)}
+            for t, c in zip(back.tolist(), contrib[picked].tolist(), strict=True)
+        ]
+        ends = np.cumsum([len(rows) for rows in shown]).tolist()
+        return [pairs[e - len(rows) : e] for rows, e in zip(shown, ends, strict=True)]
