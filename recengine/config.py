@@ -13,6 +13,7 @@ A bad value raises :class:`recengine.errors.ConfigError` naming the setting.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tomllib
@@ -454,6 +455,16 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
 
 
+@functools.cache
+def _shipped(path: Path) -> dict[str, Any]:
+    """The shipped defaults, parsed once per process: a process (a test run, a server starting
+    its parts) loads settings many times, and parsing this file was most of each load (~5 of
+    ~8 ms). It is part of the installed package, not edited while a process runs; an
+    operator's file (``RECENGINE_CONFIG``) is read at every load. The dict is shared: callers
+    copy before changing it (:func:`_merge` and :func:`_drop` build new dicts)."""
+    return _read_toml(path)
+
+
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():
@@ -496,7 +507,7 @@ def load_settings(overrides: dict[str, Any] | None = None) -> Settings:
             the setting, e.g. ``features.hamming_k: Input should be less than or equal to 31``.
     """
     env = dict(os.environ)
-    data = _read_toml(defaults_path())
+    data = _shipped(defaults_path())
     if env.get(CONFIG_ENV):
         data = _merge(data, _read_toml(Path(env[CONFIG_ENV])))
     # Environment variables beat files: remove what they set from the file data, and let

@@ -102,3 +102,27 @@ def test_the_encoder_is_on_by_default_where_its_package_is_installed(
     assert load_settings({"dense": {"encoder": "use"}}).dense.encoder == "use"  # asked for
     with pytest.raises(ConfigError, match="dense"):
         load_settings({"dense": {"encoder": "bert"}})
+
+
+def test_defaults_parsed_once_are_never_changed_by_a_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shipped defaults are parsed once per process (``config._shipped``): what one load
+    overrides (arguments, the environment, an override file) leaks into no later load, and
+    an override file edited in between is read again."""
+    for name in ("RECENGINE_CONFIG", "RECENGINE_FEATURES__HAMMING_K"):
+        monkeypatch.delenv(name, raising=False)
+    assert load_settings({"features": {"hamming_k": 2}}).features.hamming_k == 2
+    monkeypatch.setenv("RECENGINE_FEATURES__HAMMING_K", "4")
+    assert load_settings().features.hamming_k == 4
+    monkeypatch.delenv("RECENGINE_FEATURES__HAMMING_K")
+    assert load_settings().features.hamming_k == 3
+    override = tmp_path / "site.toml"
+    override.write_text("[features]\nhamming_k = 5\n")
+    monkeypatch.setenv("RECENGINE_CONFIG", str(override))
+    assert load_settings().features.hamming_k == 5
+    override.write_text("[features]\nhamming_k = 4\n")  # same size, maybe the same mtime
+    assert load_settings().features.hamming_k == 4
+    monkeypatch.delenv("RECENGINE_CONFIG")
+    assert load_settings() == load_settings({})
+    assert load_settings().features.hamming_k == 3
