@@ -31,6 +31,20 @@ def corpus_size() -> int:
     return 60
 
 
+# Readers' signals off: with them (shipped: engagement and co-read weights above 0) stored
+# answers expire at every ``signals.refresh_s`` boundary (``answers_epoch``), so a hit these
+# tests assert would be a miss when the minute turns between two requests.
+NO_SIGNALS = {"engagement_weight": 0.0, "coread_weight": 0.0}
+
+
+@pytest.fixture
+def app(make_app: Callable[..., Flask], request: pytest.FixtureRequest) -> Flask:
+    """The app of ``tests/web/conftest.py``, without readers' signals (:data:`NO_SIGNALS`)."""
+    if "corpus" in request.fixturenames:
+        request.getfixturevalue("corpus")
+    return make_app(related=NO_SIGNALS)
+
+
 def stats(app: Flask, op: str = "related") -> CacheStats:
     cache: AnswerCache[Any] = app.wsgi_app.caches[op]  # type: ignore[attr-defined]
     return cache.stats
@@ -170,7 +184,7 @@ def test_health_has_an_etag_and_writes_and_errors_are_never_stored(
 def test_private_reads_are_private_and_need_the_key_from_the_cache_too(
     make_app: Callable[..., Flask], corpus: list[dict[str, Any]]
 ) -> None:
-    client = make_app(web={"public_reads": False}).test_client()
+    client = make_app(web={"public_reads": False}, related=NO_SIGNALS).test_client()
     path = f"/api/v1/articles/{corpus[0]['id']}/related"
     assert client.get(path, headers=AUTH).headers["Cache-Control"].startswith("private, ")
     assert client.get(path).status_code == 401  # a cached answer is not a way around the key
