@@ -352,14 +352,29 @@ class RelatedArticles:
     ) -> dict[str, Any]:
         """The body of the page ``offset .. offset + k``: what each item shows, and its
         explanation, computed for the page's items only."""
-        snap, query, n_pinned = lists.snap, lists.query, len(lists.pinned)
-        hits, picked = filled.hits, filled.picked
+        query, hits, picked = lists.query, filled.hits, filled.picked
         page = picked.kept[offset : offset + k]
         shown = [s for s in picked.suppressed if offset <= s.kept_before < offset + k]
         ids = [int(hits.ids[i]) for i in page] + [int(hits.ids[s.position]) for s in shown]
         facts = lists.facts.briefs(ids + [s.duplicate_of for s in shown])
         external = {i: row.external_id for i, row in facts.items()}
         external[query.id] = query.external_id
+        items = self._items(lists, filled, page, facts, ranked)
+        cuts = [(int(hits.ids[s.position]), s.reason) for s in shown]
+        suppressed = cut_entries(lists.facts, cuts, external)
+        return {"article": query.external_id, "items": items, "suppressed": suppressed}
+
+    def _items(
+        self,
+        lists: _Lists,
+        filled: Filled,
+        page: list[int],
+        facts: dict[int, Brief],
+        ranked: _Ranked,
+    ) -> list[dict[str, Any]]:
+        """The page's items (positions ``page`` of the hits) with their reasons; the shared
+        terms of all of them found together (``SharedTerms.of_items``)."""
+        snap, query, n_pinned, hits = lists.snap, lists.query, len(lists.pinned), filled.hits
         items: list[dict[str, Any]] = []
         explained: list[Reasons] = []  # the items' reasons, their shared terms set below
         vectors: list[Item] = []
@@ -371,7 +386,6 @@ class RelatedArticles:
                 same = bool(query.category) and row.category == query.category
                 items.append(item(row, 0.0, {"fallback": filled.source[i], "same_category": same}))
                 continue
-            hashes, weights = snap.view.vector(int(hits.part[i]), int(hits.row[i]))
             # NaN: a pin, scored by the TF-IDF cosine alone (curation.concat)
             dense = None if hits.dense is None or np.isnan(hits.dense[i]) else float(hits.dense[i])
             factor = ranked.factors.get(int(hits.ids[i])) if i >= n_pinned else None
@@ -381,16 +395,13 @@ class RelatedArticles:
             else:
                 reasons.update(ranked.gave.get(int(hits.ids[i]), {}))
             explained.append(reasons)
-            vectors.append((hashes, weights, scale))
+            vectors.append((*snap.view.vector(int(hits.part[i]), int(hits.row[i])), scale))
             items.append(item(row, float(hits.scores[i]), reasons))
-        terms = SharedTerms(query.vector, query.names).of_items(
-            vectors, self.settings.related.explain_terms
-        )
+        limit = self.settings.related.explain_terms
+        terms = SharedTerms(query.vector, query.names).of_items(vectors, limit)
         for reasons, shared in zip(explained, terms, strict=True):
             reasons["shared_terms"] = shared
-        cuts = [(int(hits.ids[s.position]), s.reason) for s in shown]
-        suppressed = cut_entries(lists.facts, cuts, external)
-        return {"article": query.external_id, "items": items, "suppressed": suppressed}
+        return items
 
     def reasons(
         self,
