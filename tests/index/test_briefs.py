@@ -109,3 +109,21 @@ def test_the_vocabulary_names_every_hash_it_was_given_and_no_other() -> None:
         assert vocabulary.names(np.array([5], np.uint64)) is None  # never given
         assert vocabulary.names(np.zeros(0, np.uint64)) == []
         assert len(vocabulary) == 90
+
+
+def test_decoded_briefs_are_held_by_row_bounded_and_shared_only_by_one_main_part(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What was decoded is held (``Briefs.decoded``) and shared with the briefs a change
+    makes, which answer their changes first: each snapshot keeps answering as it did, and
+    no more than ``DECODED_HELD`` are held."""
+    monkeypatch.setattr(module, "DECODED_HELD", 3)
+    before = build_briefs([brief(i) for i in range(1, 9)])
+    assert [before.get(i) for i in range(1, 9)] == [brief(i) for i in range(1, 9)]
+    assert 0 < len(before.decoded) <= 3
+    after = before.with_changes(np.array([2], np.int64), [brief(5, 1)])
+    assert after.decoded is before.decoded  # the same main part
+    assert (after.get(2), after.get(5), after.get(6)) == (None, brief(5, 1), brief(6))
+    assert (before.get(2), before.get(5), before.get(6)) == (brief(2), brief(5), brief(6))
+    assert after.compacted().decoded is not before.decoded  # a new main part
+    assert after.compacted().get(5) == brief(5, 1)
