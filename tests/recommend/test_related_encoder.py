@@ -27,8 +27,8 @@ from recengine.pipeline.reindex.incremental import reindex_incremental
 from recengine.pipeline.reindex.pool import AnalysisPool
 from recengine.storage.models import Article, ArticleFeatures, ModelPart
 from recengine.storage.state import read_state
-from recengine.text.compare import clean_parts
-from recengine.text.tokenize import Tokenizer
+from recengine.text.neardup.compare import clean_parts
+from recengine.text.words.tokenize import Tokenizer
 from tests.conftest import make_settings
 from tests.factories import javaguide_records
 from tests.recommend.test_related import live_related

@@ -20,7 +20,7 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
 from recengine.storage.models import Article
-from recengine.text.tokenize import Tokenizer
+from recengine.text.words.tokenize import Tokenizer
 from tests.conftest import make_settings
 from tests.factories import javaguide_records
 from tests.recommend.test_related_encoder import embeddings_of, expected
