@@ -1,5 +1,5 @@
-"""Counting after ``cut``: the tokenizer's two formulations (``recengine.text.vocabulary``) beside
-bare rjieba on the same texts, in one process, alternated.
+"""Counting after ``cut``: the tokenizer's two formulations (``recengine.text.words.vocabulary``)
+beside bare rjieba on the same texts, in one process, alternated.
 
 Usage::
 
@@ -29,8 +29,8 @@ import time
 from bench.cli_run import corpus
 from recengine.config import TokenizerSettings
 from recengine.pipeline.featurize import text_of
-from recengine.text.tokenize import Tokenizer, build_tokenizer
-from recengine.text.vocabulary import COUNTING
+from recengine.text.words.tokenize import Tokenizer, build_tokenizer
+from recengine.text.words.vocabulary import COUNTING
 
 
 def main() -> None:

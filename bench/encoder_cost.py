@@ -31,7 +31,7 @@ from bench.reindex import CPU, database, local_run
 from recengine.config import load_settings
 from recengine.features.encoder import lead_text, load_encoder
 from recengine.pipeline.reindex.pool import AnalysisPool
-from recengine.text.compare import clean_parts
+from recengine.text.neardup.compare import clean_parts
 
 
 def leads(docs: list[Doc], chars: int) -> list[str]:

@@ -41,7 +41,7 @@ from recengine.features.tfidf import TfidfVectorizer, fit_idf
 from recengine.pipeline.featurize import Featurizer, text_of
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
-from recengine.text.tokenize import build_tokenizer
+from recengine.text.words.tokenize import build_tokenizer
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:

@@ -51,7 +51,7 @@ from recengine.recommend.feed import ReaderFeeds
 from recengine.recommend.lists.criterion import DuplicateCriterion
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
-from recengine.text.compare import Compared, article_passages
+from recengine.text.neardup.compare import Compared, article_passages
 
 K = 10
 

@@ -20,7 +20,7 @@ from itertools import combinations
 
 from bench.corpus import Doc, all_real_docs
 from bench.neardup_edits import Copy, make_copies, sentences
-from recengine.text.clean import clean
+from recengine.text.cleaning.clean import clean
 
 SHINGLE = 5
 
@@ -77,7 +77,7 @@ def dedupe(docs: list[Doc], threshold: float = 0.5, contain: float = 0.7) -> lis
 
 def _sketch(text: str, n: int = 12, m: int = 16) -> list[int]:
     """The ``m`` smallest hashes of the text's ``n``-character runs (punctuation ignored)."""
-    from recengine.text.shingles import shingles
+    from recengine.text.neardup.shingles import shingles
 
     return shingles(text, n)[:m].tolist()
 

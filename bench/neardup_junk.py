@@ -4,7 +4,7 @@ corpus) by body length, with and without the junk rule of ``features.neardup``.
 About 13% of the 7,353 records have under 100 characters of body after cleaning and
 boilerplate removal: redirect notices, "特别声明..." footers, forum navigation, app download
 spam. Their bodies are the same from page to page, so without a rule that looks at the title
-they form clusters of unrelated pages. Candidates: shared passages (``text.passages``, stop
+they form clusters of unrelated pages. Candidates: shared passages (``text.neardup.passages``, stop
 passages of more than ``neardup.passage_stop_df`` records ignored) or simhash within
 ``features.hamming_k``; verification: ``NearDupCriterion.judge`` with the shipped settings, and
 the same with ``min_body_chars = 0`` (no junk rule). "Unrelated titles": less than half of the
@@ -25,7 +25,7 @@ from recengine.config import load_settings
 from recengine.features.neardup import NearDupCriterion, overlap
 from recengine.features.tfidf import EMPTY_VECTOR
 from recengine.pipeline.featurize import Featurizer
-from recengine.text.compare import article_passages
+from recengine.text.neardup.compare import article_passages
 
 LIMITS = (20, 50, 100, 200, 400)
 

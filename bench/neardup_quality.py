@@ -16,12 +16,12 @@ Methods, all run in this process on the same documents:
   (resemblance of 5-character shingles) of ``recengine.features.neardup`` (the real code);
 * ``default before issue 12``: k = 8, resemblance >= 0.5;
 * ``recengine default``: the shipped settings: simhash within ``features.hamming_k`` or a shared
-  passage (``text.passages``; the index's stop rule by brute force), then the resemblance /
+  passage (``text.neardup.passages``; the index's stop rule by brute force), then the resemblance /
   containment verification with the junk rule (``NearDupCriterion.judge``), as pairs and as
   clusters (pairs in one cluster); the same with the other radius, and passages alone;
 * ``minhash-lsh``: datasketch MinHashLSH (128 permutations) over the same character 5-gram
-  shingles of the same text (``recengine.text.shingles``), at each threshold 0.3..0.9 (its best
-  is reported);
+  shingles of the same text (``recengine.text.neardup.shingles``), at each threshold 0.3..0.9 (its
+  best is reported);
 * ``3-longest-sentences``: two documents match when the hash of their 3 longest sentences does.
 
 Usage::
@@ -50,9 +50,9 @@ from recengine.features.tfidf import SparseVector, TfidfVectorizer, fit_idf
 from recengine.index.neardup.radius import NearDupIndex
 from recengine.pipeline.clusters.leader_rule import assign, rank_key, verify_pairs
 from recengine.pipeline.featurize import Featurizer, text_of
-from recengine.text.compare import Compared, article_passages
-from recengine.text.passages import Passages
-from recengine.text.shingles import shingles
+from recengine.text.neardup.compare import Compared, article_passages
+from recengine.text.neardup.passages import Passages
+from recengine.text.neardup.shingles import shingles
 
 Pairs = set[tuple[int, int]]
 
@@ -183,7 +183,7 @@ def timed(label: str, fn: Callable[[], object]) -> object:
 def passage_pairs(passages: Sequence[Passages], stop_df: int) -> Pairs:
     """Pairs of texts (by position) sharing a passage hash held by at most ``stop_df`` texts
     (the passage index's candidate rule, by brute force); ``passages``: each text's
-    ``text.compare.article_passages``."""
+    ``text.neardup.compare.article_passages``."""
     postings: dict[int, list[int]] = defaultdict(list)
     for i, held in enumerate(passages):
         for h in held.tolist():

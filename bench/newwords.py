@@ -29,9 +29,9 @@ from collections.abc import Sequence
 from bench.corpus import inews_docs
 from recengine.config import Settings, load_settings
 from recengine.pipeline.reindex.new_words import words_in
-from recengine.text.clean import clean
-from recengine.text.newwords import DiscoveryParams
-from recengine.text.tokenize import Tokenizer, build_tokenizer
+from recengine.text.cleaning.clean import clean
+from recengine.text.words.newwords import DiscoveryParams
+from recengine.text.words.tokenize import Tokenizer, build_tokenizer
 
 _CJK = re.compile(r"^[\u4e00-\u9fff]{2,}$")
 DICTIONARY: set[str] = set()  # jieba's dictionary words, filled in main()

@@ -36,7 +36,7 @@ from recengine.pipeline.reindex.full import reindex
 from recengine.storage.models import Article, ArticleFeatures
 from recengine.storage.rows.clusters import clusters_of
 from recengine.storage.state import read_state
-from recengine.text.compare import Compared
+from recengine.text.neardup.compare import Compared
 
 
 def labelled(data: Path | None = None, english: bool = False) -> dict[str, list[Doc]]:

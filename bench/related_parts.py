@@ -11,7 +11,7 @@ Rows (precision@10 of "same category / shared tag"):
 * exact cosine: the stored vectors as shipped before issue 15 (sublinear TF-IDF, 128 terms);
 * + title x B: title term counts weigh B times (the title is counted B times in all);
 * + corpus stop-terms: terms in more than ``S`` of the corpus's documents dropped;
-* + new words: words discovered on the corpus (``text.newwords``) added to the tokenizer;
+* + new words: words discovered on the corpus (``text.words.newwords``) added to the tokenizer;
 * + dense (LSA a, d): ``(1 - a) * sparse cosine + a * LSA cosine``, LSA = truncated SVD of the
   TF-IDF matrix to ``d`` dimensions, rows L2-normalised;
 * BM25 MLT: BM25 over all terms with the article's top 25 TF-IDF terms as the query.
@@ -36,7 +36,7 @@ from bench.related_common import bm25_mlt, labelled, related
 from recengine.config import load_settings
 from recengine.features.tfidf import TfidfVectorizer, fit_idf
 from recengine.pipeline.featurize import Featurizer, text_of
-from recengine.text.clean import clean
+from recengine.text.cleaning.clean import clean
 
 K = 10
 SEED = 11
@@ -100,7 +100,7 @@ def new_words_matrix(docs: Sequence[Doc], settings: Any) -> sp.csr_matrix:
     """The TF-IDF matrix with the words discovered on these texts, as a reindex with
     ``tokenizer.new_words`` finds and uses them (``pipeline.reindex.new_words.words_in``)."""
     from recengine.pipeline.reindex.new_words import words_in
-    from recengine.text.newwords import DiscoveryParams
+    from recengine.text.words.newwords import DiscoveryParams
 
     featurizer = Featurizer(settings)
     texts = [text_of(d.title, d.content) for d in docs]

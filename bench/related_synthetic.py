@@ -160,7 +160,7 @@ def _embeddings(p: Pools, settings: Settings, sources: list[int], seed: int) -> 
     if settings.dense.encoder != "use":
         return [None] * len(sources)
     from recengine.features.encoder import lead_text, load_encoder, to_bytes
-    from recengine.text.compare import clean_parts
+    from recengine.text.neardup.compare import clean_parts
 
     if id(p) not in _REAL_EMBEDDINGS:
         chars = settings.dense.lead_chars

@@ -63,7 +63,8 @@ class TokenizerSettings(_Section):
     drop_pos: tuple[str, ...] = ("x", "c", "u", "d", "p", "t", "m", "f", "r")
     min_cjk_chars: int = Field(default=2, ge=1, le=8)
     cache_dir: str = ""
-    # new-word discovery at reindex (pipeline.reindex.new_words; text.newwords for the statistics)
+    # new-word discovery at reindex (pipeline.reindex.new_words; text.words.newwords for the
+    # statistics)
     new_words: bool = False
     new_words_sample: int = Field(default=20_000, ge=1, le=10_000_000)
     new_words_max_chars: int = Field(default=10_000_000, ge=1_000, le=1_000_000_000)

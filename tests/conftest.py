@@ -23,7 +23,7 @@ from recengine.config import Settings, TokenizerSettings, load_settings
 from recengine.pipeline.featurize import Featurizer
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import current_revision
-from recengine.text.tokenize import Tokenizer, build_tokenizer
+from recengine.text.words.tokenize import Tokenizer, build_tokenizer
 from tests.jvm import use_small_jvms
 from tests.templates import admin_connection, create_migrated, drop_templates, migrate_cloned
 

@@ -31,7 +31,7 @@ from recengine.storage.db import make_engine, make_session_factory, transaction
 from recengine.storage.rows.articles import get_article, soft_delete
 from recengine.storage.rows.index_rows import SqlIndexRows
 from recengine.storage.state import begin_write
-from recengine.text.tokenize import Tokenizer, build_tokenizer
+from recengine.text.words.tokenize import Tokenizer, build_tokenizer
 
 
 class Rollback(Exception):

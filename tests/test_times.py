@@ -32,7 +32,7 @@ from recengine.recommend.feed import ReaderFeeds
 from recengine.recommend.live import LiveIndex
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.rows.articles import get_article
-from recengine.text.tokenize import Tokenizer
+from recengine.text.words.tokenize import Tokenizer
 from recengine.times import MAX_TIMESTAMP, MIN_TIMESTAMP, parse_time
 from recengine.web import create_app
 from tests.conftest import make_settings

@@ -3,15 +3,15 @@ keeps in step with SQL.
 
 Rows: ``id``, ``title`` and ``content`` of every live article whose text has terms under the
 version (the same articles as the radius index, so the two sources cover one set). The kind
-computes each article's passage hashes from its text (``text.compare.article_passages``: clean,
-boilerplate stripped as ``features.strip_boilerplate`` says, quoted reply text removed): they are
-a pure function of the text, so nothing is stored in SQL for them and every process, given the
+computes each article's passage hashes from its text (``text.neardup.compare.article_passages``:
+clean, boilerplate stripped as ``features.strip_boilerplate`` says, quoted reply text removed): they
+are a pure function of the text, so nothing is stored in SQL for them and every process, given the
 same rows, holds the same index. A full reindex does not build it from SQL: its workers compute
-the same hashes (``text.compare.clean_passages``) from the text they clean for the tokenizer,
-the spool carries them, and :meth:`PassageKind.build_packed` makes the index of them. An ingest
-does the same for the articles it writes (``PassageKind.hints``, ``text.hints``): the follower
-of the writing process takes their hashes instead of cleaning each text a second time (6.5 % of
-a steady-state ingest of long articles, measured). The file holds ``ids int64 (n,)``,
+the same hashes (``text.neardup.compare.clean_passages``) from the text they clean for the
+tokenizer, the spool carries them, and :meth:`PassageKind.build_packed` makes the index of them. An
+ingest does the same for the articles it writes (``PassageKind.hints``, ``text.neardup.hints``): the
+follower of the writing process takes their hashes instead of cleaning each text a second time
+(6.5 % of a steady-state ingest of long articles, measured). The file holds ``ids int64 (n,)``,
 ``rows uint64 (n, 8)`` and ``counts int16 (n,)`` (the passages of each live article), 74 bytes
 per article.
 """
@@ -29,9 +29,9 @@ from recengine.index.container import Arrays
 from recengine.index.follower import Follower
 from recengine.index.kind import I64, IndexKind
 from recengine.index.neardup.passages import Packed, PassageIndex, passage_rows
-from recengine.text.compare import article_passages
-from recengine.text.hints import TextHints
-from recengine.text.passages import PASSAGE_CHARS, PASSAGES_KEPT, Passages
+from recengine.text.neardup.compare import article_passages
+from recengine.text.neardup.hints import TextHints
+from recengine.text.neardup.passages import PASSAGE_CHARS, PASSAGES_KEPT, Passages
 
 
 class PassageKind(IndexKind[PassageIndex]):

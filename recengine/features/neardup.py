@@ -3,9 +3,9 @@
 Candidates come from two sources (``recengine.index``): fingerprints within Hamming distance
 ``k`` (``features.hamming_k``; a weighted simhash bit differs with probability ``angle / pi``
 of the two weight vectors, Charikar 2002), which finds whole-article reposts fast, and shared
-passage hashes (``recengine.text.passages``), which finds partial copies (excerpts, digests)
+passage hashes (``recengine.text.neardup.passages``), which finds partial copies (excerpts, digests)
 that lie far away in simhash space. Then the **verification** decides, on the two texts'
-5-character shingles (:class:`recengine.text.compare.Compared`: title + body, quoted reply
+5-character shingles (:class:`recengine.text.neardup.compare.Compared`: title + body, quoted reply
 text removed). With ``S_a, S_b`` the shingle sets, ``common = |S_a & S_b|``:
 
 * **resemblance** ``common / |S_a | S_b| >= min_resemblance`` (0.45; Broder 1997): a repost
@@ -18,7 +18,7 @@ text removed). With ``S_a, S_b`` the shingle sets, ``common = |S_a & S_b|``:
   inside a long one containment ~1 but coverage under 0.2, so it is *not* a duplicate: the floor
   on coverage is what tells a partial copy from a quote. Both measures are symmetric in a, b.
 * **junk rule**: when either body has fewer than ``min_body_chars`` (100) word characters
-  (not counting web addresses: ``text.compare``), the titles must agree as well (the smaller
+  (not counting web addresses: ``text.neardup.compare``), the titles must agree as well (the smaller
   title's shingles ``>= min_title_containment`` (0.6) inside the other's; templated titles of
   different articles, "Netty常见面试题总结(付费)" / "SpringBoot常见面试题总结(付费)", share 0.5).
   Pages whose body is near-empty or only site chrome (redirect
@@ -60,7 +60,7 @@ U64 = npt.NDArray[np.uint64]
 
 
 class Compared(Protocol):
-    """What the decision reads of one text (``recengine.text.compare.Compared`` has it; the
+    """What the decision reads of one text (``recengine.text.neardup.compare.Compared`` has it; the
     layers keep ``features`` from importing ``text``).
 
     Attributes:
@@ -154,7 +154,7 @@ class NearDupCriterion:
 
     Example:
         >>> from recengine.features.tfidf import EMPTY_VECTOR
-        >>> from recengine.text.compare import compared
+        >>> from recengine.text.neardup.compare import compared
         >>> c = NearDupCriterion(k=8, min_cosine=0.9, min_body_chars=0)
         >>> post = "某市发布新的交通管理办法。对电动自行车的登记作出规定。违规者将被处罚。"
         >>> v = c.judge(0, EMPTY_VECTOR, 0, EMPTY_VECTOR,
@@ -368,6 +368,6 @@ def overlap(a: U64, b: U64, need: int = 0) -> tuple[int, int, int]:
 
 def resemblance(a: U64, b: U64) -> float:
     """Jaccard index ``|a & b| / |a | b|`` of two shingle sets, each a sorted array of distinct
-    hashes (``recengine.text.shingles.shingles``); 0 when either is empty."""
+    hashes (``recengine.text.neardup.shingles.shingles``); 0 when either is empty."""
     common, small, large = overlap(a, b)
     return common / (small + large - common) if small else 0.0

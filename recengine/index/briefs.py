@@ -59,7 +59,7 @@ class Brief(NamedTuple):
     seconds (``index.related.segment.NO_DATE`` when unknown); ``canonical``: the canonical of
     the article's cluster (its own id when it is a canonical or alone); ``rule`` / ``score`` /
     ``distance``: its member row's (None / None / 0 when it has none); ``seq``: the article's
-    last change's (what keys a kept text, ``text.kept``)."""
+    last change's (what keys a kept text, ``text.neardup.kept``)."""
 
     id: int
     external_id: str

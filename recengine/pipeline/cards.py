@@ -6,11 +6,13 @@ They are derived here, at ingest (outside the write lock) and by every reindex (
 stored with the article (``card_image``, ``card_summary``, ``card_rule``), so a list never
 parses HTML per request:
 
-* image: the record's ``image`` when a reader's page may load it (``text.excerpt.usable_image``:
-  http(s), protocol-relative, or a path on the site), else the first such image of the content
-  (``text.excerpt.first_image``), else none (the widget shows a neutral placeholder);
+* image: the record's ``image`` when a reader's page may load it
+  (``text.cleaning.excerpt.usable_image``: http(s), protocol-relative, or a path on the site), else
+  the first such image of the content (``text.cleaning.excerpt.first_image``), else none (the widget
+  shows a neutral placeholder);
 * summary: the record's ``summary`` (its markup removed, whitespace collapsed), else the text
-  cut at a sentence end within ``ingest.summary_chars`` characters (``text.excerpt.summary_of``).
+  cut at a sentence end within ``ingest.summary_chars`` characters
+  (``text.cleaning.excerpt.summary_of``).
 
 ``card_rule`` names the rule and the summary length a card was derived by (:func:`card_rule`):
 a reindex derives again the cards of every other rule, so a new ``ingest.summary_chars`` (or a
@@ -22,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from recengine.text.excerpt import card_rule, first_image, prose, summary_of, usable_image
+from recengine.text.cleaning.excerpt import card_rule, first_image, prose, summary_of, usable_image
 
 
 @dataclass(frozen=True)

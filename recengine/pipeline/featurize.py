@@ -25,15 +25,15 @@ from recengine.features.encoder import to_bytes as encoder_bytes
 from recengine.features.fingerprint import batch_fingerprints, fingerprints
 from recengine.features.hashing import TermHasher
 from recengine.features.tfidf import IdfModel, TfidfVectorizer
-from recengine.text.compare import (
+from recengine.text.neardup.compare import (
     Compared,
     WordPoints,
     article_compared,
     clean_parts,
     points_of,
 )
-from recengine.text.passages import Passages
-from recengine.text.tokenize import Tokenizer, build_tokenizer
+from recengine.text.neardup.passages import Passages
+from recengine.text.words.tokenize import Tokenizer, build_tokenizer
 
 Words = tuple[str, ...]  # discovered words a tokenizer adds to its dictionary, sorted
 # Per text, the (text hash, encoder vector) stored for it under a version of the same encoder
@@ -101,7 +101,7 @@ class TextAnalysis:
     """What an ingest computes of a batch's texts outside the write, each text cleaned once
     (:meth:`Featurizer.analyze_texts`), in order: their hashes and term counts, their passage
     hashes (what the passage index holds) and their word points (what a verification compares,
-    ``text.compare.WordPoints``)."""
+    ``text.neardup.compare.WordPoints``)."""
 
     analyzed: Analyzed
     passages: list[Passages]
@@ -133,7 +133,7 @@ def text_of(title: str, content: str, strip: bool = True) -> str:
 
     Args:
         strip: remove repost boilerplate lines at the head and tail of the content
-            (``features.strip_boilerplate``; see :mod:`recengine.text.boilerplate`).
+            (``features.strip_boilerplate``; see :mod:`recengine.text.cleaning.boilerplate`).
     """
     return _joined(*clean_parts(title, content, strip))
 
@@ -143,9 +143,9 @@ def _joined(clean_title: str, body: str) -> str:
 
 
 def compared_of(title: str, content: str, strip: bool = True) -> Compared:
-    """What the near-duplicate decision compares of an article (``text.compare``): the clean
+    """What the near-duplicate decision compares of an article (``text.neardup.compare``): the clean
     title and the clean body of :func:`text_of`, quoted reply text removed
-    (``text.compare.article_compared``)."""
+    (``text.neardup.compare.article_compared``)."""
     return article_compared(title, content, strip)
 
 

@@ -24,7 +24,7 @@ from recengine.storage.rows.articles import get_article
 from recengine.storage.rows.clusters import MemberRow, canonical_of, iter_members, members_of
 from recengine.storage.rows.features import features_of
 from recengine.storage.state import read_state
-from recengine.text.compare import Compared
+from recengine.text.neardup.compare import Compared
 
 
 @dataclass(frozen=True)

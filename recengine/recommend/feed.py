@@ -74,8 +74,8 @@ from recengine.storage.rows.features import features_of
 from recengine.storage.rows.index_source import briefs, fingerprints_by_id, internal_ids
 from recengine.storage.rows.overrides import pins_of
 from recengine.storage.state import lock_writers
-from recengine.text.excerpt import card_rule
-from recengine.text.kept import KeptTexts
+from recengine.text.cleaning.excerpt import card_rule
+from recengine.text.neardup.kept import KeptTexts
 
 
 class ReaderFeeds:

@@ -91,8 +91,8 @@ from recengine.recommend.signals.params import SignalParams
 from recengine.recommend.signals.scoring import Gave, ListSignals, Signals
 from recengine.storage.rows.index_source import query_article
 from recengine.storage.state import read_state
-from recengine.text.excerpt import card_rule
-from recengine.text.kept import KeptTexts
+from recengine.text.cleaning.excerpt import card_rule
+from recengine.text.neardup.kept import KeptTexts
 
 # When suppression and filters leave fewer than offset + k results, candidates grow by this
 # factor, at most this many times (then the list is what it is: there are no more).

@@ -18,7 +18,7 @@ from recengine.config import Settings, load_settings
 from recengine.errors import InvalidRequest
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import check_schema
-from recengine.text.tokenize import Tokenizer
+from recengine.text.words.tokenize import Tokenizer
 from recengine.web import monitoring
 from recengine.web.api import articles, cors, errors, feedback, health, overrides, users
 from recengine.web.api.answers import CachedReads

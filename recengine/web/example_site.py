@@ -25,8 +25,8 @@ from flask.typing import ResponseReturnValue
 from recengine.config import Settings
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.rows.articles import get_article
-from recengine.text.clean import readable
-from recengine.text.paragraphs import paragraphs
+from recengine.text.cleaning.clean import readable
+from recengine.text.cleaning.paragraphs import paragraphs
 from recengine.web.app import create_app
 from recengine.web.pages.demo import EXAMPLE_SITE, opening
 

@@ -32,9 +32,9 @@ from recengine.recommend.ranking import Variants
 from recengine.recommend.related import RelatedArticles
 from recengine.storage.notify import ChangeListener
 from recengine.storage.walwatch import WalWatch
-from recengine.text.compare import Compared
-from recengine.text.kept import KeptTexts
-from recengine.text.tokenize import Tokenizer
+from recengine.text.neardup.compare import Compared
+from recengine.text.neardup.kept import KeptTexts
+from recengine.text.words.tokenize import Tokenizer
 from recengine.web.schemas.core import Models
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from recengine.cli import main
 from recengine.cli.context import CliContext
 from recengine.config import Settings
-from recengine.text.tokenize import Tokenizer
+from recengine.text.words.tokenize import Tokenizer
 from recengine.web import create_app
 from tests.factories import record, write_jsonl
 

@@ -24,8 +24,8 @@ from recengine.recommend.duplicates import duplicates_of
 from recengine.storage.db import make_engine, make_session_factory, transaction
 from recengine.storage.models import ClusterMember
 from recengine.storage.state import begin_write
-from recengine.text.compare import Compared
-from recengine.text.tokenize import Tokenizer
+from recengine.text.neardup.compare import Compared
+from recengine.text.words.tokenize import Tokenizer
 from tests.conftest import make_settings
 from tests.neardup_helpers import check_invariants, clusters, corpus
 from tests.templates import migrate_cloned

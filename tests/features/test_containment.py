@@ -18,9 +18,8 @@ from hypothesis import strategies as st
 from recengine.features.neardup import NearDupCriterion, Verdict
 from recengine.features.tfidf import EMPTY_VECTOR
 from recengine.pipeline.featurize import compared_of
-from recengine.text.clean import clean
-from recengine.text.compare import address_chars
-from recengine.text.quotes import (
+from recengine.text.cleaning.clean import clean
+from recengine.text.cleaning.quotes import (
     _BBCODE,
     _QUOTED,
     _SEPARATOR,
@@ -29,6 +28,7 @@ from recengine.text.quotes import (
     _unquoted_lines,
     unquoted,
 )
+from recengine.text.neardup.compare import address_chars
 from tests.factories import javaguide_records
 from tests.text.test_tokenize_backends import real_texts
 

@@ -43,7 +43,7 @@ from recengine.pipeline.reindex.versions import write_features
 from recengine.storage.db import make_engine, make_session_factory, transaction
 from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 from recengine.storage.state import read_state
-from recengine.text.tokenize import Tokenizer, jieba_dictionary_tags
+from recengine.text.words.tokenize import Tokenizer, jieba_dictionary_tags
 from tests.factories import csl_records, javaguide_records
 from tests.recommend.test_related import live_related, repost
 from tests.templates import migrate_cloned

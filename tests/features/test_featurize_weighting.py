@@ -8,7 +8,7 @@ from pathlib import Path
 from recengine.config import load_settings
 from recengine.features.tfidf import SparseVector, fit_idf
 from recengine.pipeline.featurize import Featurizer, model_params
-from recengine.text.tokenize import Tokenizer
+from recengine.text.words.tokenize import Tokenizer
 from tests.factories import javaguide_records
 
 

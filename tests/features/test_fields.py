@@ -19,7 +19,7 @@ from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.models import Article, ArticleFeatures
 from recengine.storage.rows.features import load_model_payload
 from recengine.storage.state import read_state
-from recengine.text.tokenize import Tokenizer
+from recengine.text.words.tokenize import Tokenizer
 from tests.conftest import make_settings
 from tests.factories import javaguide_records
 from tests.templates import migrate_cloned

@@ -21,9 +21,9 @@ from recengine.features.neardup import NearDupCriterion
 from recengine.features.tfidf import TfidfVectorizer, fit_idf
 from recengine.pipeline.clusters.leader_rule import cluster_corpus, rank_key
 from recengine.pipeline.featurize import Featurizer
-from recengine.text.clean import clean
-from recengine.text.compare import article_passages
-from recengine.text.tokenize import Tokenizer
+from recengine.text.cleaning.clean import clean
+from recengine.text.neardup.compare import article_passages
+from recengine.text.words.tokenize import Tokenizer
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recengine.index.neardup.passages import PassageIndex
-from recengine.text.passages import passages
+from recengine.text.neardup.passages import passages
 
 hash_sets = st.lists(st.integers(0, 30), max_size=8).map(
     lambda xs: np.unique(np.array(xs, dtype=np.uint64))

@@ -25,9 +25,9 @@ from recengine.storage.db import transaction
 from recengine.storage.rows.clusters import live_published
 from recengine.storage.rows.index_source import fingerprints_and_seqs
 from recengine.storage.state import begin_write, read_state
-from recengine.text.compare import compared
-from recengine.text.kept import KeptTexts
-from recengine.text.tokenize import Tokenizer
+from recengine.text.neardup.compare import compared
+from recengine.text.neardup.kept import KeptTexts
+from recengine.text.words.tokenize import Tokenizer
 from tests.factories import csl_records, javaguide_records
 from tests.neardup_helpers import clusters
 from tests.reindex.test_reindex_passages import compared_from_sql  # noqa: F401 (a fixture)

@@ -29,7 +29,7 @@ from recengine.pipeline.ingest.records import ArticleRecord, parse_record
 from recengine.recommend.lists.params import check_time
 from recengine.storage.db import make_engine
 from recengine.storage.migrate import upgrade
-from recengine.text.tokenize import Tokenizer
+from recengine.text.words.tokenize import Tokenizer
 from recengine.web import create_app
 from recengine.web.api.errors import describe
 from recengine.web.schemas.core import build_models

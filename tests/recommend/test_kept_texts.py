@@ -1,6 +1,6 @@
 """What lists compare of stored texts is kept across answers (``recommend.lists.listing.Texts``
-with ``text.kept.KeptTexts``): taken again without SQL while the article's last change is the
-one it was kept at, read and computed again once the text changes. On SQLite and PostgreSQL,
+with ``text.neardup.kept.KeptTexts``): taken again without SQL while the article's last change is
+the one it was kept at, read and computed again once the text changes. On SQLite and PostgreSQL,
 on real JavaGuide text."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from recengine.recommend.lists.facts import facts_of
 from recengine.recommend.lists.listing import Texts
 from recengine.recommend.live import LiveIndex
 from recengine.storage.rows.articles import get_article
-from recengine.text.compare import Compared, article_compared
-from recengine.text.excerpt import card_rule
-from recengine.text.kept import KeptTexts
+from recengine.text.cleaning.excerpt import card_rule
+from recengine.text.neardup.compare import Compared, article_compared
+from recengine.text.neardup.kept import KeptTexts
 from tests.recommend.test_related import dated_records
 from tests.templates import load
 

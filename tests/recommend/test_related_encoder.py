@@ -27,21 +27,21 @@ from recengine.pipeline.reindex.incremental import reindex_incremental
 from recengine.pipeline.reindex.pool import AnalysisPool
 from recengine.storage.models import Article, ArticleFeatures, ModelPart
 from recengine.storage.state import read_state
-from recengine.text.compare import clean_parts
-from recengine.text.tokenize import Tokenizer
+from recengine.text.neardup.compare import clean_parts
+from recengine.text.words.tokenize import Tokenizer
 from tests.conftest import make_settings
-from tests.factories import javaguide_records
+from tests.factories import encoder_dense, encoder_settings, javaguide_records
 from tests.recommend.test_related import live_related
 from tests.recommend.test_related_dense import DIMS, ask, cosine
 from tests.templates import load
 
 HELD_BACK = 5
-ENCODED = {"encoder": "use", "min_articles": 50, "dims": DIMS, "lead_chars": 200}
+ENCODED = encoder_dense(DIMS)
 
 
 @pytest.fixture
 def settings(tmp_path: Path, database_url: str) -> Settings:
-    return make_settings(tmp_path, database_url, dense=ENCODED)
+    return encoder_settings(tmp_path, database_url, DIMS)
 
 
 @pytest.fixture

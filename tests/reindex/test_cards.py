@@ -17,7 +17,7 @@ from recengine.pipeline.reindex.full import reindex
 from recengine.pipeline.reindex.incremental import reindex_incremental
 from recengine.storage.models import Article
 from recengine.storage.rows.articles import write_cards
-from recengine.text.tokenize import Tokenizer
+from recengine.text.words.tokenize import Tokenizer
 from tests.conftest import make_settings
 from tests.factories import javaguide_records
 

@@ -32,8 +32,8 @@ from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.models import Article, ArticleFeatures
 from recengine.storage.rows.features import load_model_payload
 from recengine.storage.state import read_state
-from recengine.text.newwords import DiscoveryParams, discover_words
-from recengine.text.tokenize import Tokenizer, build_tokenizer
+from recengine.text.words.newwords import DiscoveryParams, discover_words
+from recengine.text.words.tokenize import Tokenizer, build_tokenizer
 from tests.conftest import make_settings
 from tests.recommend.test_related_dense import vectors_of
 from tests.templates import migrate_cloned

@@ -26,7 +26,7 @@ from recengine.pipeline.reindex.full import reindex
 from recengine.pipeline.reindex.pool import AnalysisPool, Item, WorkerDied, resolve_workers
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.models import Article, ArticleFeatures
-from recengine.text.compare import article_passages
+from recengine.text.neardup.compare import article_passages
 from tests.factories import javaguide_records
 from tests.templates import migrate_cloned
 

@@ -20,17 +20,16 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
 from recengine.storage.models import Article
-from recengine.text.tokenize import Tokenizer
-from tests.conftest import make_settings
-from tests.factories import javaguide_records
+from recengine.text.words.tokenize import Tokenizer
+from tests.factories import encoder_settings, javaguide_records
 from tests.recommend.test_related_encoder import embeddings_of, expected
 
-ENCODED = {"encoder": "use", "min_articles": 50, "dims": 8, "lead_chars": 200}
+DIMS = 8
 
 
 @pytest.fixture
 def settings(tmp_path: Path, database_url: str) -> Settings:
-    return make_settings(tmp_path, database_url, dense=ENCODED)
+    return encoder_settings(tmp_path, database_url, DIMS)
 
 
 @pytest.fixture
@@ -87,11 +86,10 @@ def test_vectors_of_other_encoder_settings_are_not_reused(
     corpus: list[dict[str, Any]],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    old = Featurizer(make_settings(tmp_path, database_url, dense=ENCODED), tokenizer)
+    old = Featurizer(encoder_settings(tmp_path, database_url, DIMS), tokenizer)
     Ingester(factory, old).ingest_records(corpus)
     reindex(factory=factory, featurizer=old)
-    longer = {**ENCODED, "lead_chars": 300}
-    new = Featurizer(make_settings(tmp_path, database_url, dense=longer), tokenizer)
+    new = Featurizer(encoder_settings(tmp_path, database_url, DIMS, lead_chars=300), tokenizer)
     calls = counting(new, monkeypatch)
     reindex(factory=factory, featurizer=new)
     assert sum(calls) == len(corpus)

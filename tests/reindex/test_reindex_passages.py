@@ -32,7 +32,7 @@ from recengine.pipeline.ingest.ingester import Ingester
 from recengine.pipeline.reindex.full import reindex
 from recengine.pipeline.reindex.pool import AnalysisPool, Item
 from recengine.storage.rows.index_rows import index_rows
-from recengine.text.compare import Compared, article_passages
+from recengine.text.neardup.compare import Compared, article_passages
 from tests.factories import csl_records, javaguide_records
 from tests.index.test_passage_candidates import partial_copies
 from tests.neardup_helpers import clusters

@@ -35,7 +35,7 @@ from recengine.storage.models import Article, ArticleFeatures, ClusterMember
 from recengine.storage.rows.features import load_model_payload
 from recengine.storage.rows.index_rows import SqlIndexRows
 from recengine.storage.state import read_state
-from recengine.text.tokenize import Tokenizer
+from recengine.text.words.tokenize import Tokenizer
 from tests.conftest import make_settings
 from tests.factories import csl_records, javaguide_records, write_jsonl
 from tests.index.test_passage_candidates import partial_copies

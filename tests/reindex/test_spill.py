@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from recengine.pipeline.reindex.spill import SpilledTexts, spill, spill_path
-from recengine.text.compare import Compared, compared
-from recengine.text.kept import KeptTexts
+from recengine.text.neardup.compare import Compared, compared
+from recengine.text.neardup.kept import KeptTexts
 
 
 def _texts() -> list[Compared]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from recengine.pipeline.featurize import text_of
-from recengine.text.boilerplate import is_boilerplate, strip_boilerplate
+from recengine.text.cleaning.boilerplate import is_boilerplate, strip_boilerplate
 
 BODY = "Redis 的持久化有 RDB 和 AOF 两种方式。\n作者在第二节比较了两者。\n最后给出配置建议。"
 
@@ -88,7 +88,7 @@ def test_a_last_line_without_the_sohu_chrome_is_not_searched_for_it(
     """The expression tried at every position of a long last paragraph was 80 % of the
     function's cost on long articles (BENCHMARKS.md, issue 50 item 2): the literal it needs is
     looked for first."""
-    from recengine.text import boilerplate
+    from recengine.text.cleaning import boilerplate
 
     searched: list[str] = []
 

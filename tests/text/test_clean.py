@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recengine.text.clean import clean, nfkc, normalize, strip_html
+from recengine.text.cleaning.clean import clean, nfkc, normalize, strip_html
 
 
 def test_html_drops_scripts_styles_comments_and_keeps_blocks() -> None:

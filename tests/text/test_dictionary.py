@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from recengine.text import dictionary
-from recengine.text.dictionary import cache_folder, dictionary_tags, parse_tags
-from recengine.text.tokenize import jieba_dictionary_tags
+from recengine.text.words import dictionary
+from recengine.text.words.dictionary import cache_folder, dictionary_tags, parse_tags
+from recengine.text.words.tokenize import jieba_dictionary_tags
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_default_folder_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: P
 def test_concurrent_processes_agree(tmp_path: Path, parsed: dict[str, str]) -> None:
     """Four processes build the cache at once: each gets the full table, one file remains."""
     code = (
-        "import sys; from recengine.text.dictionary import dictionary_tags; "
+        "import sys; from recengine.text.words.dictionary import dictionary_tags; "
         f"print(len(dictionary_tags({str(tmp_path)!r})))"
     )
     procs = [

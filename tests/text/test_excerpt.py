@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from recengine.text.excerpt import ELLIPSIS, first_image, prose, summary_of, usable_image
+from recengine.text.cleaning.excerpt import ELLIPSIS, first_image, prose, summary_of, usable_image
 
 
 @pytest.mark.parametrize(

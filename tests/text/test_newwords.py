@@ -1,4 +1,4 @@
-"""New-word discovery (text/newwords.py): the statistics against a brute-force reference."""
+"""New-word discovery (text/words/newwords.py): the statistics against a brute-force reference."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from recengine.text.newwords import DiscoveryParams, discover_words
+from recengine.text.words.newwords import DiscoveryParams, discover_words
 
 NAMES = ["蔡英文", "柯文哲", "锦云堂"]
 FILLER = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏闰余成岁律吕调阳云腾致雨露结为霜"

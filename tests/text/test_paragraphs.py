@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recengine.text.paragraphs import LONG, TARGET, paragraphs
+from recengine.text.cleaning.paragraphs import LONG, TARGET, paragraphs
 
 
 def test_the_texts_own_breaks_are_kept() -> None:

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from recengine.features.merge_kernel import shared_count
 from recengine.features.neardup import MERGE, overlap, resemblance
-from recengine.text.passages import mix64, passages_of
-from recengine.text.shingles import (
+from recengine.text.neardup.passages import mix64, passages_of
+from recengine.text.neardup.shingles import (
     _BASE,
     HASHING,
     run_hashes,
@@ -188,7 +188,7 @@ def test_shingles_and_passages_of_real_texts_equal_their_definitions(data_dir: P
 @settings(deadline=None)  # the first example may load numba
 @given(_POINTS, st.integers(1, 24), st.integers(1, 9))
 def test_the_compiled_hashes_equal_the_numpy_ones(points: list[int], n: int, m: int) -> None:
-    """``text.shingle_kernels`` (rolling hashes, the lowest passages kept as the runs go by)
+    """``text.neardup.shingle_kernels`` (rolling hashes, the lowest passages kept as the runs go by)
     against the definitions, on runs that repeat and texts shorter than a run."""
     words = np.array(points, dtype=np.uint32)
     with HASHING.forced(True):

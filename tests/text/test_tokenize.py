@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from recengine.config import TokenizerSettings
 from recengine.errors import ConfigError
-from recengine.text.tokenize import Tokenizer, build_tokenizer, cut_words, load_word_list
+from recengine.text.words.tokenize import Tokenizer, build_tokenizer, cut_words, load_word_list
 
 
 def test_chinese_words_with_function_words_removed(tokenizer: Tokenizer) -> None:

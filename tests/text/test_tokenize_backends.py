@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from recengine.pipeline.featurize import text_of
-from recengine.text.tokenize import Tokenizer, tag_words
+from recengine.text.words.tokenize import Tokenizer, tag_words
 
 
 def real_texts(data: Path) -> list[tuple[str, str]]:

@@ -1,4 +1,4 @@
-"""The two formulations of counting after ``cut`` (``text.vocabulary``): Python's ``Counter``
+"""The two formulations of counting after ``cut`` (``text.words.vocabulary``): Python's ``Counter``
 and the compiled pass over the batch's hashed words give the same term counts, on real texts,
 through words added to the tokenizer later, case merges and words the table has not met."""
 
@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recengine.config import TokenizerSettings
-from recengine.text.tokenize import Tokenizer, build_tokenizer
-from recengine.text.vocabulary import COUNTING, Counted, Vocabulary
+from recengine.text.words.tokenize import Tokenizer, build_tokenizer
+from recengine.text.words.vocabulary import COUNTING, Counted, Vocabulary
 from tests.text.test_tokenize_backends import real_texts
 
 

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings, load_settings
 from recengine.pipeline.featurize import Featurizer
-from recengine.text.tokenize import Tokenizer
+from recengine.text.words.tokenize import Tokenizer
 from recengine.web import create_app
 from tests.conftest import make_settings
 from tests.factories import javaguide_records

@@ -1,5 +1,5 @@
 """Passage index: which stored articles share a passage hash with a text (the second candidate
-source of the near-duplicate stage, see :mod:`recengine.text.passages`).
+source of the near-duplicate stage, see :mod:`recengine.text.neardup.passages`).
 
 Postings are kept as one array of ``(hash, id)`` pairs sorted by hash (a bulk build is one
 sort; a query is a binary search per passage), plus a tail of recent additions, sorted on its
@@ -32,7 +32,7 @@ HashArray = npt.NDArray[np.uint64]
 Packed = tuple[IdArray, HashArray, npt.NDArray[np.int16]]
 _MERGE_MIN = 4_096
 _COMPACT_FRACTION = 0.25
-PASSAGES_KEPT = 8  # text.passages.PASSAGES_KEPT (index may not import text)
+PASSAGES_KEPT = 8  # text.neardup.passages.PASSAGES_KEPT (index may not import text)
 
 
 class PassageIndex:
@@ -40,7 +40,7 @@ class PassageIndex:
 
     Args:
         stop_df: a hash held by more than this many live articles gives no candidates.
-        width: the most passages an article has (``text.passages.PASSAGES_KEPT``).
+        width: the most passages an article has (``text.neardup.passages.PASSAGES_KEPT``).
 
     Raises:
         ValueError: ``stop_df < 2`` or ``width < 1``.

@@ -37,7 +37,7 @@ from recengine.features.tfidf import SparseVector
 from recengine.index.neardup.candidates import Candidates
 from recengine.index.neardup.passages import PassageIndex
 from recengine.index.neardup.radius import NearDupIndex
-from recengine.text.compare import Compared
+from recengine.text.neardup.compare import Compared
 
 
 @dataclass(frozen=True)
@@ -138,9 +138,9 @@ def cluster_corpus(
 
     A pure function of its inputs (the Spark engine runs the same code on the candidate pairs
     it finds). ``vectors`` and ``texts`` are only read for ids in candidate pairs, so lazy
-    mappings work. ``passages`` (each id's ``text.compare.article_passages``) adds the second
-    candidate source (``index.neardup.candidates``); without it the radius alone, which at the
-    default k = 3 misses the excerpts and digests the passages are there for.
+    mappings work. ``passages`` (each id's ``text.neardup.compare.article_passages``) adds the
+    second candidate source (``index.neardup.candidates``); without it the radius alone, which at
+    the default k = 3 misses the excerpts and digests the passages are there for.
     """
     index = NearDupIndex(criterion.k)
     index.add(ids, fingerprints)

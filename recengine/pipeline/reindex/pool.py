@@ -58,7 +58,7 @@ from recengine.pipeline.reindex.job import (
     features_of_record,
     spool_task,
 )
-from recengine.text.compare import Compared
+from recengine.text.neardup.compare import Compared
 
 A = TypeVar("A")
 R = TypeVar("R")

@@ -4,7 +4,7 @@ The leader pass verifies most articles of a corpus whose candidates crowd, and w
 of a text (its shingles: ~8 bytes per character) is costly to compute: cleaning, quoted
 replies, word points and shingles, ~1 ms for an average article. Pass 1 has each text clean
 anyway (for its tokens), so it hands what is compared of the first texts to the leader pass in
-memory, within ``reindex.kept_compared_mb`` (``judging.KeptTexts``). Past that budget the
+memory, within ``reindex.kept_compared_mb`` (``text.neardup.kept.KeptTexts``). Past that budget the
 leader pass used to read and compute the texts again, many of them several times over (a text
 dropped from the store is computed again when a later block meets it): at 100,000 articles of
 the resampled paragraph mix that was 42 % of the reindex's time (BENCHMARKS.md).
@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from recengine.text.compare import Compared
+from recengine.text.neardup.compare import Compared
 
 if TYPE_CHECKING:  # not at run time: pool workers spill, and judging imports SQLAlchemy
-    from recengine.text.kept import KeptTexts
+    from recengine.text.neardup.kept import KeptTexts
 
 PREFIX = "compared-"
 _COLUMNS = 6  # SpilledTexts' table: seq, file, then Where's four fields
@@ -42,7 +42,8 @@ _COLUMNS = 6  # SpilledTexts' table: seq, file, then Where's four fields
 
 class Where(NamedTuple):
     """Where one text's arrays lie in a spill file: ``shingles`` hashes at byte ``offset``,
-    then ``title`` hashes; ``body_chars`` as :class:`~recengine.text.compare.Compared` has it."""
+    then ``title`` hashes; ``body_chars`` as :class:`~recengine.text.neardup.compare.Compared` has
+    it."""
 
     offset: int
     shingles: int

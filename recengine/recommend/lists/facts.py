@@ -95,7 +95,7 @@ class HeldFacts:
     Args:
         held: the snapshot's briefs.
         sql: where a card of another rule is read again.
-        rule: this process's card rule (``text.excerpt.card_rule``).
+        rule: this process's card rule (``text.cleaning.excerpt.card_rule``).
     """
 
     def __init__(self, held: Briefs, sql: SqlFacts, rule: str) -> None:

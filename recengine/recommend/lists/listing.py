@@ -31,8 +31,8 @@ from recengine.recommend.lists.reasons import Reasons
 from recengine.recommend.lists.suppress import Reason
 from recengine.recommend.live import Snapshot
 from recengine.storage.rows.articles import stored_texts
-from recengine.text.compare import Compared, article_compared
-from recengine.text.kept import KeptTexts
+from recengine.text.neardup.compare import Compared, article_compared
+from recengine.text.neardup.kept import KeptTexts
 
 
 def to_row_filter(facts: Facts, filters: Filters, exclude: Sequence[int]) -> RowFilter:
@@ -70,15 +70,15 @@ def with_clusters(
 
 
 class Texts:
-    """``article id -> what is compared of its text`` (``text.compare``; ``strip``:
+    """``article id -> what is compared of its text`` (``text.neardup.compare``; ``strip``:
     ``features.strip_boilerplate``), read from SQL through ``session`` and computed once for
     the whole answer, however many lists or rounds ask (a deleted article's stored text still
     says what it was). The texts :meth:`want` names are read together with the next one asked
     for, in one query (a list's walk often asks for none: then nothing is read); what is
     compared is computed only for the texts asked for.
 
-    With ``kept`` (the process's :class:`~recengine.text.kept.KeptTexts`) and ``seq_of`` (the
-    ``seq`` of an article's last change as the list's snapshot holds it, None when it holds
+    With ``kept`` (the process's :class:`~recengine.text.neardup.kept.KeptTexts`) and ``seq_of``
+    (the ``seq`` of an article's last change as the list's snapshot holds it, None when it holds
     none: ``Facts.seq_of``), what was compared for an earlier list is taken again without
     reading SQL, and what is computed here is kept under the ``seq`` SQL gave with the text."""
 

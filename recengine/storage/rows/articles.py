@@ -174,7 +174,7 @@ def stored_texts(
     *, session: Session, article_ids: Sequence[int]
 ) -> dict[int, tuple[str, str, int]]:
     """``id -> (title, content, seq)`` of the given articles (deleted ones included): the
-    ``seq`` of the change that wrote the text keys what is kept of it (``text.kept``)."""
+    ``seq`` of the change that wrote the text keys what is kept of it (``text.neardup.kept``)."""
     out: dict[int, tuple[str, str, int]] = {}
     ids = list(article_ids)
     for chunk in in_chunks(ids):

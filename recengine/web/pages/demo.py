@@ -28,8 +28,8 @@ from recengine.errors import ModelMissing, NotFound
 from recengine.recommend.duplicates import DuplicatesOf, clusters, duplicates_of
 from recengine.storage.models import Article
 from recengine.storage.rows.articles import get_article, latest_articles, titles_of
-from recengine.text.clean import readable
-from recengine.text.paragraphs import paragraphs
+from recengine.text.cleaning.clean import readable
+from recengine.text.cleaning.paragraphs import paragraphs
 from recengine.web.api.errors import status_of
 from recengine.web.api.routing import validated_query
 from recengine.web.schemas.core import ExternalId

@@ -8,7 +8,7 @@ import numpy as np
 from flask.testing import FlaskClient
 
 from recengine.pipeline.featurize import compared_of
-from recengine.text.compare import article_passages
+from recengine.text.neardup.compare import article_passages
 from tests.web.api.test_articles import assert_error
 from tests.web.conftest import AUTH
 

@@ -33,7 +33,7 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.pipeline.reindex.full import reindex
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
-from recengine.text.tokenize import Tokenizer
+from recengine.text.words.tokenize import Tokenizer
 from recengine.web import create_app
 from recengine.web.example_site import create_demo_app
 from tests.factories import javaguide_records

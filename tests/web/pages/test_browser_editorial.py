@@ -31,7 +31,7 @@ from recengine.pipeline.reindex.full import reindex
 from recengine.storage.db import make_engine, make_session_factory
 from recengine.storage.migrate import upgrade
 from recengine.storage.rows.feedback import counts_between
-from recengine.text.tokenize import Tokenizer
+from recengine.text.words.tokenize import Tokenizer
 from recengine.web import create_app
 from tests.neardup_helpers import corpus
 from tests.web.conftest import AUTH, KEY

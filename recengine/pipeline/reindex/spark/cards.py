@@ -22,7 +22,7 @@ from recengine.pipeline.reindex.cards import derive_page
 from recengine.pipeline.reindex.spark.source import worker_factory
 from recengine.storage.db import transaction
 from recengine.storage.models import Article
-from recengine.text.excerpt import card_rule
+from recengine.text.cleaning.excerpt import card_rule
 
 
 def fill_cards_on(

@@ -104,9 +104,7 @@ def _features(
         yield article_id, f.fingerprint, f.vector, f.n_tokens, f.embedding
 
 
-def write_partition(
-    url: str, version: int, batch: int, rows: Iterable[Written]
-) -> Iterator[int]:
+def write_partition(url: str, version: int, batch: int, rows: Iterable[Written]) -> Iterator[int]:
     """Write features under ``version`` in transactions of ``batch`` rows; yields the count.
 
     ``replace_features`` deletes before it inserts, so a task Spark retries rewrites its rows

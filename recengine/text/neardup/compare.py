@@ -3,8 +3,8 @@
 ``compared(title, body)`` takes the clean title and the clean body (boilerplate already
 stripped: ``pipeline.featurize.text_of`` does both) and returns
 
-* ``shingles``: the 5-character shingles (:mod:`recengine.text.shingles`) of the title and the
-  body *without quoted reply text* (:mod:`recengine.text.quotes`): what resemblance and
+* ``shingles``: the 5-character shingles (:mod:`recengine.text.neardup.shingles`) of the title and
+  the body *without quoted reply text* (:mod:`recengine.text.cleaning.quotes`): what resemblance and
   containment are computed on;
 * ``title``: the title's shingles alone, and ``body_chars``: how many word characters the body
   has left, not counting those of web addresses: the junk rule of
@@ -15,8 +15,8 @@ stripped: ``pipeline.featurize.text_of`` does both) and returns
   articles were judged the same article on their shared template and addresses (JavaGuide's
   stubs of paid articles: 3 false pairs in its related lists, ``bench.related_quality``).
 
-The candidate hashes of the same text (:mod:`recengine.text.passages`) are not part of it: no
-decision reads them, and they cost a third of ``compared`` (computed for every article a
+The candidate hashes of the same text (:mod:`recengine.text.neardup.passages`) are not part of it:
+no decision reads them, and they cost a third of ``compared`` (computed for every article a
 verification loads); :func:`article_passages` computes them for the passage index.
 
 Everything here depends on the text only (no corpus statistics), so every process, the
@@ -30,11 +30,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recengine.text.boilerplate import strip_boilerplate
-from recengine.text.clean import clean
-from recengine.text.passages import Passages, passages_of
-from recengine.text.quotes import unquoted
-from recengine.text.shingles import EMPTY, Points, Shingles, shingles_of, word_points
+from recengine.text.cleaning.boilerplate import strip_boilerplate
+from recengine.text.cleaning.clean import clean
+from recengine.text.cleaning.quotes import unquoted
+from recengine.text.neardup.passages import Passages, passages_of
+from recengine.text.neardup.shingles import EMPTY, Points, Shingles, shingles_of, word_points
 
 
 @dataclass(frozen=True)
@@ -74,8 +74,8 @@ _SCHEMES = frozenset(("http", "https", "ftp"))
 
 @dataclass(frozen=True)
 class WordPoints:
-    """The word characters (``uint32``, :func:`recengine.text.shingles.word_points`) of a clean
-    title and of the body without quoted reply text: what both an article's :class:`Compared`
+    """The word characters (``uint32``, :func:`recengine.text.neardup.shingles.word_points`) of a
+    clean title and of the body without quoted reply text: what both an article's :class:`Compared`
     and its passage hashes are computed from (those of the compared text ``title + "\\n" +
     body`` are the two concatenated), so a caller that has them computes neither again.
     ``address_chars``: how many of the body's word characters are in web addresses."""

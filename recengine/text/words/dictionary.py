@@ -1,5 +1,5 @@
-"""jieba's dictionary as the part-of-speech table of :class:`~recengine.text.tokenize.Tokenizer`,
-parsed once per machine and cached on disk.
+"""jieba's dictionary as the part-of-speech table of
+:class:`~recengine.text.words.tokenize.Tokenizer`, parsed once per machine and cached on disk.
 
 Parsing ``dict.txt`` (349,046 lines) costs about 0.75 s, in every process that tokenizes:
 each CLI command, each server worker, each reindex worker. The table is a pure function of the

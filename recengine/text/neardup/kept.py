@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from recengine.text.compare import Compared
+from recengine.text.neardup.compare import Compared
 
 _ENTRY_BYTES = 400  # a kept entry beside its arrays: key, dataclass, array headers
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from recengine.text.shingles import EMPTY, HASHING, Points, run_hashes, word_points
+from recengine.text.neardup.shingles import EMPTY, HASHING, Points, run_hashes, word_points
 
 PASSAGE_CHARS = 12
 PASSAGES_KEPT = 8
@@ -46,7 +46,7 @@ Passages = npt.NDArray[np.uint64]
 def mix64(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """The splitmix64 finaliser (Steele et al. 2014), a bijection of 64-bit integers whose
     output bits all depend on every input bit: the polynomial run hashes of
-    :mod:`recengine.text.shingles` are not uniform in their low bits, their mix is."""
+    :mod:`recengine.text.neardup.shingles` are not uniform in their low bits, their mix is."""
     h = values.astype(np.uint64, copy=True)
     with np.errstate(over="ignore"):
         h ^= h >> np.uint64(30)
@@ -71,7 +71,7 @@ def passages(text: str, n: int = PASSAGE_CHARS, m: int = PASSAGES_KEPT) -> Passa
 
 
 def passages_of(words: Points, n: int = PASSAGE_CHARS, m: int = PASSAGES_KEPT) -> Passages:
-    """:func:`passages` of a text's :func:`~recengine.text.shingles.word_points`."""
+    """:func:`passages` of a text's :func:`~recengine.text.neardup.shingles.word_points`."""
     if m < 1:
         raise ValueError(f"m must be >= 1, got {m}")
     if n < 1:
@@ -79,7 +79,7 @@ def passages_of(words: Points, n: int = PASSAGE_CHARS, m: int = PASSAGES_KEPT) -
     if not len(words):
         return EMPTY
     kernels = HASHING.kernels(len(words))
-    if kernels is not None:  # the same values in one pass (``text.shingle_kernels``)
+    if kernels is not None:  # the same values in one pass (``text.neardup.shingle_kernels``)
         lowest: Passages = kernels.lowest_mixed(words, n, m)
         return lowest
     mixed = mix64(run_hashes(words, n))  # a bijection: repeated runs stay equal, others apart

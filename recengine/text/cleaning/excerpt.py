@@ -12,13 +12,13 @@ article's HTML (or Markdown). So, when a record gives none (``pipeline.cards``):
   :data:`MIN_SIDE` pixels (spacers, tracking pixels, icons) are skipped. The rule of what a
   reader's page may load is :func:`usable_image`, which the renderers apply again to a given
   ``image`` (stored as the record gave it).
-* :func:`summary_of`: the readable text (``text.clean.readable``; Markdown's headings, code
+* :func:`summary_of`: the readable text (``text.cleaning.clean.readable``; Markdown's headings, code
   blocks, emphasis and link syntax dropped) cut at the last sentence end within ``limit``
   characters (``ingest.summary_chars``, ~120: two lines of a card), or, with no sentence end
   there, at the last word boundary with an ellipsis.
 
-Regular expressions, as in ``text.clean``: cheap next to tokenization, and only the first image
-and the first few sentences are wanted.
+Regular expressions, as in ``text.cleaning.clean``: cheap next to tokenization, and only the first
+image and the first few sentences are wanted.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import html
 import re
 from urllib.parse import urljoin, urlsplit
 
-from recengine.text.clean import readable
+from recengine.text.cleaning.clean import readable
 
 RULE_VERSION = 1  # of cards (``pipeline.cards``): raise when the derivation changes, and a
 # reindex derives every card again
@@ -129,7 +129,7 @@ def _too_small(attributes: dict[str, str]) -> bool:
 
 def prose(text: str) -> str:
     """The readable text of HTML or Markdown, one line per paragraph: HTML's headings,
-    captions, code and tables dropped, markup removed (``text.clean.readable``), Markdown's
+    captions, code and tables dropped, markup removed (``text.cleaning.clean.readable``), Markdown's
     code blocks, headings, images, link targets, list and quote marks and emphasis dropped;
     whitespace collapsed."""
     text = readable(_HTML_NOT_PROSE.sub("\n", text))

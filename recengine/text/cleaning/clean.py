@@ -118,7 +118,7 @@ def readable(text: str) -> str:
     """The stored text as a reader sees it: markup removed as :func:`clean` removes it (the same
     test for what is markup), entities decoded, zero-width characters dropped, line breaks
     unified; nothing folded or collapsed. NFKC is for comparing texts (``，`` -> ``,``), not for
-    showing them; runs of spaces stay (``text.paragraphs`` reads them as paragraph breaks).
+    showing them; runs of spaces stay (``text.cleaning.paragraphs`` reads them as paragraph breaks).
 
     Example:
         >>> readable("<p>数据库，索引（Ｂ树）</p><p>二</p>")

@@ -28,8 +28,8 @@ from typing import Protocol, TypeVar
 
 from recengine.config import TokenizerSettings
 from recengine.errors import ConfigError
-from recengine.text.dictionary import dictionary_tags, jieba_dictionary_path, parse_tags
-from recengine.text.vocabulary import Counted, Vocabulary
+from recengine.text.words.dictionary import dictionary_tags, jieba_dictionary_path, parse_tags
+from recengine.text.words.vocabulary import Counted, Vocabulary
 
 _WORDLIKE = re.compile(r"[^\W_]")  # a letter, a digit or an ideograph somewhere in the word
 _NUMERIC = re.compile(r"^[0-9]+(?:[.,][0-9]+)*%?$")
@@ -224,7 +224,7 @@ class Tokenizer:
 
     def count_many(self, texts: Sequence[str]) -> Counted:
         """Term counts of many clean texts at once (see :class:`Counted`): after ``cut``, the
-        words of every text are counted over the whole batch (``text.vocabulary``)."""
+        words of every text are counted over the whole batch (``text.words.vocabulary``)."""
         self._vocab.bound()
         return self._vocab.count([self._words(t) for t in texts])
 
@@ -318,7 +318,7 @@ NEW_WORD_TAG = "nz"  # "other proper noun": what a discovered word is tagged (ke
 def build_tokenizer(settings: TokenizerSettings, words: Sequence[str] = ()) -> Tokenizer:
     """Create the configured tokenizer (loads a dictionary: do it once per process).
 
-    The part-of-speech table comes from the on-disk cache (:mod:`recengine.text.dictionary`);
+    The part-of-speech table comes from the on-disk cache (:mod:`recengine.text.words.dictionary`);
     ``words`` (what a reindex discovered in the corpus, ``pipeline.reindex.new_words``: the IDF
     model's :attr:`~recengine.features.tfidf.IdfModel.words`) and then the user dictionary's words
     go to both the backend and the table through :meth:`Tokenizer.add_word`, in that order, so the

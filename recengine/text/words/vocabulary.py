@@ -11,7 +11,7 @@ Two formulations give the same counts (the order of a text's entries carries no 
 * Python's C containers: ``Counter`` per text over its words, then one dictionary look-up per
   distinct word of each text (about a quarter of a microsecond per word: as much as the
   tokenizer's ``cut`` itself on long Chinese articles, BENCHMARKS.md);
-* compiled (``text.count_kernels``): the batch's words joined by NUL into one string, its code
+* compiled (``text.words.count_kernels``): the batch's words joined by NUL into one string, its code
   points hashed word by word, the 64-bit hashes looked up in a table that mirrors the
   vocabulary, the counts taken in one pass. A word the table lacks is filtered in Python once,
   as before. Two distinct raw words share a hash with probability about 2^-64 per pair (at a
@@ -37,7 +37,7 @@ from recengine.rental import Rental
 
 CACHE_LIMIT = 2_000_000  # distinct raw words remembered before the vocabulary is cleared
 # words counted in Python that cost what loading the compiled counting costs
-COUNTING = Rental("recengine.text.count_kernels", price=2_000_000, at_once=2_000_000)
+COUNTING = Rental("recengine.text.words.count_kernels", price=2_000_000, at_once=2_000_000)
 _FIRST_CAPACITY = 1 << 16  # table slots at the start; doubled to stay at most half full
 
 

@@ -1,5 +1,5 @@
-"""Readable text (``text.clean.readable``) -> paragraphs to show a person: the text's own breaks,
-else groups of sentences.
+"""Readable text (``text.cleaning.clean.readable``) -> paragraphs to show a person: the text's own
+breaks, else groups of sentences.
 
 Many exports (the demo's news corpus among them) store a whole article as one line, with
 paragraph breaks flattened into runs of spaces or lost altogether. Shown as is, that is a wall

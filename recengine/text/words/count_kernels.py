@@ -1,4 +1,4 @@
-"""The compiled term counting of :mod:`recengine.text.vocabulary` (numba; loaded by
+"""The compiled term counting of :mod:`recengine.text.words.vocabulary` (numba; loaded by
 ``vocabulary.COUNTING`` once it pays, so that importing the package does not load numba).
 
 After the tokenizer's ``cut``, the words of a batch of texts are joined by NUL into one string

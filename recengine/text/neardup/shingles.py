@@ -38,10 +38,10 @@ _BMP = 0x10000
 Shingles = npt.NDArray[np.uint64]
 Points = npt.NDArray[np.uint32]
 EMPTY: Shingles = np.zeros(0, dtype=np.uint64)
-# The compiled run hashes (``text.shingle_kernels``: the same values), bought once the numpy
+# The compiled run hashes (``text.neardup.shingle_kernels``: the same values), bought once the numpy
 # formulations have hashed this many word points (about what loading them costs, ~0.1 s where
 # numba is loaded already, as in a reindex's workers) or for a text this long.
-HASHING = Rental("recengine.text.shingle_kernels", price=2_000_000, at_once=1_000_000)
+HASHING = Rental("recengine.text.neardup.shingle_kernels", price=2_000_000, at_once=1_000_000)
 
 
 @cache

@@ -1,6 +1,6 @@
-"""The compiled run hashes of :mod:`recengine.text.shingles` and :mod:`recengine.text.passages`
-(numba; rented through ``shingles.HASHING`` once they pay, so that importing the package does
-not load numba).
+"""The compiled run hashes of :mod:`recengine.text.neardup.shingles` and
+:mod:`recengine.text.neardup.passages` (numba; rented through ``shingles.HASHING`` once they pay, so
+that importing the package does not load numba).
 
 One pass over a text's word points each, no temporaries: the polynomial hash of every run of
 ``n`` points as a rolling hash (``h' = (h - c_0 B^(n-1)) B + c_n``, exact mod 2^64, so equal to
