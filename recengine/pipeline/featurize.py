@@ -149,6 +149,17 @@ def compared_of(title: str, content: str, strip: bool = True) -> Compared:
     return article_compared(title, content, strip)
 
 
+def reusable(hashes: Sequence[str], known: Known | None) -> list[bytes | None]:
+    """Per text (``hashes``: of its text now), the stored encoder vector it may reuse: its
+    ``known`` one when that was computed from a text of the same hash (and has the encoder's
+    size); None where it must be encoded."""
+    stored_of = known or [None] * len(hashes)
+    return [
+        stored[1] if stored is not None and stored[0] == h and len(stored[1]) == 2 * DIMS else None
+        for h, stored in zip(hashes, stored_of, strict=True)
+    ]
+
+
 def text_hash(text: str) -> str:
     """sha256 of a cleaned text: equal hashes, equal features (no need to tokenize again)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -220,13 +231,18 @@ class Featurizer:
         return self.count_many([text]).stats()[0]
 
     def analyze_many(
-        self, items: Sequence[tuple[str, str]], words: Words | None = None
+        self,
+        items: Sequence[tuple[str, str]],
+        words: Words | None = None,
+        known: Known | None = None,
     ) -> Analyzed:
         """Hashes and term counts of the texts of ``(title, content)`` pairs, tokenized with
-        ``words`` (default: those of :meth:`use_words`)."""
+        ``words`` (default: those of :meth:`use_words`), with their encoder vectors when the
+        encoder is on (``known``: as for :meth:`analyze_texts`)."""
         strip = self.settings.features.strip_boilerplate
         parts = [clean_parts(title, content, strip) for title, content in items]
-        return self._count_parts(parts, self.tokenizer_for(self._words if words is None else words))
+        tokenizer = self.tokenizer_for(self._words if words is None else words)
+        return self._count_parts(parts, tokenizer, known)
 
     def analyze_texts(
         self, items: Sequence[tuple[str, str]], known: Known | None = None
@@ -277,11 +293,7 @@ class Featurizer:
         self, parts: Sequence[tuple[str, str]], hashes: Sequence[str], known: Known | None
     ) -> list[bytes]:
         """:meth:`embed` of the texts whose hash is not the one of their ``known`` vector."""
-        out: list[bytes | None] = [None] * len(parts)
-        stored_of = known or [None] * len(parts)
-        for i, (digest, stored) in enumerate(zip(hashes, stored_of, strict=True)):
-            if stored is not None and stored[0] == digest and len(stored[1]) == 2 * DIMS:
-                out[i] = stored[1]
+        out = reusable(hashes, known)
         todo = [i for i, e in enumerate(out) if e is None]
         if todo:
             for i, vector in zip(todo, self.embed([parts[i] for i in todo]), strict=True):

@@ -1,5 +1,5 @@
 """A full reindex with the sentence encoder on reuses the stored vectors of texts it has
-encoded before (``full.reusable_vectors``, ``Featurizer.analyze_texts(known=...)``): the
+encoded before (``versions.reusable_version``, ``Featurizer.analyze_texts(known=...)``): the
 encoder is most of such a reindex's CPU and gives the same vector for the same lead. SQLite and
 PostgreSQL, real JavaGuide text."""
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.cli import main
@@ -343,9 +343,12 @@ def test_spark_executors_encode_as_the_local_engine_does(
 ) -> None:
     """``dense.encoder = "use"``: the executors encode each article's title and lead, and the
     stored vectors, the LSA model and the dense vectors equal the local engine's (to float16 /
-    float32 rounding). 100 articles (at 3 per dimension, room for the 32 dimensions asked),
-    in 4 partitions over both executors: the equality is per article, so more (the test had
-    200, for 64 dimensions) only encode more of the same on both sides."""
+    float32 rounding); an article whose vector is stored under the active version for its
+    text keeps it (``versions.reusable_version``, as the local engine's pass 1 does), so half
+    are encoded here: the other half's vectors were taken away. 100 articles (at 3 per
+    dimension, room for the 32 dimensions asked), in 4 partitions over both executors: the
+    equality is per article, so more (the test had 200, for 64 dimensions) only encode more
+    of the same on both sides."""
     settings = make_settings(
         tmp_path, database_url, dense={"encoder": "use", "min_articles": 50, "dims": 32}
     )
@@ -355,19 +358,29 @@ def test_spark_executors_encode_as_the_local_engine_does(
     local = indexed(factory, Featurizer(settings, tokenizer), javaguide_records(data_dir, 100))
     local_embeddings, local_dense = stored_embeddings(factory), dense_state(factory, settings)
     assert len(local_embeddings) == 100 and None not in local_embeddings.values()
-    spark_reindex(
+    ids = sorted(local_embeddings)
+    taken = ids[::2]
+    with factory.begin() as session:
+        session.execute(
+            update(ArticleFeatures)
+            .where(ArticleFeatures.article_id.in_(taken))
+            .values(embedding=None)
+        )
+    result = spark_reindex(
         spark=spark,
         factory=factory,
         featurizer=Featurizer(settings, tokenizer),
         url=settings.resolved_database_url,
     )
+    assert result.encoded == len(taken) == 50
     assert_same_results(local, engine_state(factory))
     spark_embeddings = stored_embeddings(factory)
     assert spark_embeddings.keys() == local_embeddings.keys()
-    ids = sorted(local_embeddings)
+    kept = [i for i in ids if i not in taken]
+    assert [spark_embeddings[i] for i in kept] == [local_embeddings[i] for i in kept]
     np.testing.assert_allclose(
-        from_bytes([spark_embeddings[i] for i in ids]),
-        from_bytes([local_embeddings[i] for i in ids]),
+        from_bytes([spark_embeddings[i] for i in taken]),
+        from_bytes([local_embeddings[i] for i in taken]),
         atol=2e-3,
     )
     (lmodel, lids, lvec), (smodel, sids, svec) = local_dense, dense_state(factory, settings)

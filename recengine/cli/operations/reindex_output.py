@@ -26,5 +26,10 @@ def echo_result(result: ReindexResult) -> None:
         + f" {result.n_docs} articles: IDF model version {result.version}, "
         f"{result.n_terms} terms"
         + (f", {result.caught_up} written meanwhile caught up" if result.caught_up else "")
+        + (
+            f", {result.encoded} texts encoded (the others' stored vectors kept)"
+            if result.encoded is not None
+            else ""
+        )
         + (f" ({result.reason})" if result.reason else "")
     )

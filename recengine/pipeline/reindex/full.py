@@ -45,10 +45,8 @@ from recengine.derived.passages import PassageKind, passage_kind
 from recengine.features.tfidf import IdfModel
 from recengine.pipeline.clusters.upkeep import Deduplicator
 from recengine.pipeline.featurize import (
-    ENCODER_KEY,
     Featurizer,
     Words,
-    encoder_params,
     model_params,
 )
 from recengine.pipeline.reindex.cards import fill_cards
@@ -66,6 +64,7 @@ from recengine.pipeline.reindex.versions import (
     drop_stale_versions,
     fit_params,
     freshness,
+    reusable_version,
     store_features,
 )
 from recengine.storage.db import transaction
@@ -74,7 +73,6 @@ from recengine.storage.rows.features import (
     embeddings_after,
     load_model_payload,
     max_article_id,
-    model_summary,
     model_versions,
     save_model,
 )
@@ -244,7 +242,8 @@ def _pass1(run: ReindexRun, words: Words) -> IdfModel:
     size = page_size(run.batch_size, run.pool.workers, total - n_docs)
     asked: deque[list[tuple[int, int]] | None] = deque()  # (id, seq) of each page in flight
     pages = _pages(run.factory, last, size)
-    tasks = _knowing(run.factory, _asking(run, pages, asked), reusable_vectors(run))
+    reuse = reusable_version(run.factory, run.featurizer)
+    tasks = _knowing(run.factory, _asking(run, pages, asked), reuse)
     with run.jobs.open_spool() as spool:
         for record in run.pool.spool_batches(tasks):
             df.update(record.df)
@@ -288,30 +287,6 @@ def _asking(
             compare = run.jobs.path
         asked.append([(i, seq) for i, _, _, seq in page] if compare else None)
         yield [(i, title, content) for i, title, content, _ in page], compare
-
-
-def reusable_vectors(run: ReindexRun) -> int | None:
-    """The version whose stored encoder vectors pass 1 may reuse: the active one, when the
-    encoder is on and that version's vectors were made with the same encoder settings
-    (``featurize.encoder_params``: encoder, its version, ``dense.lead_chars``) and the same
-    cleaning (``features.strip_boilerplate``); else None (every text is encoded).
-
-    A vector is reused only for a text whose hash now is the article's stored one
-    (``Featurizer.analyze_texts``): the same clean text, the same lead, the same vector. The
-    encoder was about half a full reindex's CPU on long articles (38.7 CPU-seconds for 55 MB with
-    it, 17-22 without, BENCHMARKS.md issue 50 item 2) and gives nothing new for a text it has
-    seen."""
-    settings = run.featurizer.settings
-    if not run.featurizer.encodes:
-        return None
-    with transaction(run.factory) as session:
-        version = read_state(session=session).active_model_version
-        if version is None:
-            return None
-        params = model_summary(session=session, version=version)[2]
-    strip = params.get("features", {}).get("strip_boilerplate")
-    same = params.get(ENCODER_KEY) == encoder_params(settings.dense)
-    return version if same and strip == settings.features.strip_boilerplate else None
 
 
 def _knowing(

@@ -16,7 +16,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recengine.config import Settings
 from recengine.features.tfidf import IdfModel
-from recengine.pipeline.featurize import FeatureRow, model_params
+from recengine.pipeline.featurize import (
+    ENCODER_KEY,
+    FeatureRow,
+    Featurizer,
+    encoder_params,
+    model_params,
+)
 from recengine.pipeline.reindex.pool import AnalysisPool, Item
 from recengine.storage.db import transaction
 from recengine.storage.rows.articles import count_changed
@@ -88,6 +94,33 @@ class ReindexResult:
     mode: str = "full"
     recomputed: int = 0
     reason: str = ""
+    # texts the sentence encoder ran on, the others keeping their stored vectors
+    # (``reusable_version``); None where not counted (the encoder off; the local engine)
+    encoded: int | None = None
+
+
+def reusable_version(factory: sessionmaker[Session], featurizer: Featurizer) -> int | None:
+    """The version whose stored encoder vectors a full reindex may reuse, on either engine:
+    the active one, when the encoder is on and that version's vectors were made with the same
+    encoder settings (``featurize.encoder_params``: encoder, its version, ``dense.lead_chars``)
+    and the same cleaning (``features.strip_boilerplate``); else None (every text is encoded).
+
+    A vector is reused only for a text whose hash now is the article's stored one
+    (``featurize.reusable``): the same clean text, the same lead, the same vector. The
+    encoder was about half a full reindex's CPU on long articles (38.7 CPU-seconds for 55 MB with
+    it, 17-22 without, BENCHMARKS.md issue 50 item 2) and gives nothing new for a text it has
+    seen."""
+    settings = featurizer.settings
+    if not featurizer.encodes:
+        return None
+    with transaction(factory) as session:
+        version = read_state(session=session).active_model_version
+        if version is None:
+            return None
+        params = model_summary(session=session, version=version)[2]
+    strip = params.get("features", {}).get("strip_boilerplate")
+    same = params.get(ENCODER_KEY) == encoder_params(settings.dense)
+    return version if same and strip == settings.features.strip_boilerplate else None
 
 
 def database_name(factory: sessionmaker[Session]) -> str:

@@ -78,6 +78,31 @@ def embeddings_after(
     )
 
 
+def embeddings_of(
+    *, session: Session, version: int, article_ids: Sequence[int]
+) -> list[Row[int, str, bytes | None]]:
+    """:func:`embeddings_after` of the given articles (any order: a Spark partition's, which a
+    repartition shuffles), by ``IN`` lists."""
+    out: list[Row[int, str, bytes | None]] = []
+    for chunk in in_chunks(article_ids):
+        out.extend(
+            session.execute(
+                select(Article.id, Article.text_hash, ArticleFeatures.embedding)
+                .join(
+                    ArticleFeatures,
+                    (ArticleFeatures.article_id == Article.id)
+                    & (ArticleFeatures.model_version == version),
+                )
+                .where(
+                    Article.id.in_(chunk),
+                    Article.deleted_at.is_(None),
+                    ArticleFeatures.embedding.is_not(None),
+                )
+            ).all()
+        )
+    return out
+
+
 def save_model(
     *,
     session: Session,

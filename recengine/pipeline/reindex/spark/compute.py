@@ -16,12 +16,13 @@ from typing import Any
 
 from recengine.config import Settings
 from recengine.features.tfidf import IdfModel
-from recengine.pipeline.featurize import Featurizer, TextStats, Words
+from recengine.pipeline.featurize import Featurizer, Known, TextStats, Words, reusable
 from recengine.pipeline.reindex.spark.source import Row3, worker_factory
 from recengine.storage.db import transaction
-from recengine.storage.rows.features import replace_features
+from recengine.storage.rows.features import embeddings_of, replace_features
 
 _featurizers: dict[str, Featurizer] = {}
+CHUNK = 256  # rows analysed together: the encoder's batch (the local engine's pages are larger)
 # (article id, fingerprint, vector bytes, n_tokens, encoder vector bytes or None)
 Written = tuple[int, int, bytes, int, bytes | None]
 _models: dict[str, IdfModel] = {}
@@ -39,14 +40,51 @@ def worker_featurizer(blob: str) -> Featurizer:
 
 
 def analyze_partition(
-    blob: str, words: Words, rows: Iterable[Row3]
+    blob: str,
+    words: Words,
+    rows: Iterable[Row3],
+    url: str | None = None,
+    reuse: int | None = None,
+    encoded: Any = None,
 ) -> Iterator[tuple[int, TextStats]]:
     """``(id, stats)`` of each row, tokenized with the dictionary and ``words`` (the new
-    model's, ``pipeline.reindex.new_words``)."""
+    model's, ``pipeline.reindex.new_words``), :data:`CHUNK` rows per analysis (the encoder
+    runs on a batch, not on each text).
+
+    With ``reuse`` (a version, ``versions.reusable_version``), a text whose hash is the one
+    its stored encoder vector under ``reuse`` was computed from keeps that vector, read from
+    the database at ``url`` as the local engine's pass 1 does; the others are encoded, and
+    their number is added to the accumulator ``encoded`` (when given)."""
     featurizer = worker_featurizer(blob)
     featurizer.use_words(words)
-    for article_id, title, content in rows:
-        yield article_id, featurizer.analyze(title, content)
+    for page in _chunks(rows, CHUNK):
+        known = _known(url, reuse, [i for i, _, _ in page]) if reuse is not None else None
+        analyzed = featurizer.analyze_many([(t, c) for _, t, c in page], known=known)
+        if encoded is not None and featurizer.encodes:
+            encoded.add(sum(v is None for v in reusable(analyzed.text_hashes, known)))
+        yield from zip((i for i, _, _ in page), analyzed.stats(), strict=True)
+
+
+def _chunks(rows: Iterable[Row3], size: int) -> Iterator[list[Row3]]:
+    page: list[Row3] = []
+    for row in rows:
+        page.append(row)
+        if len(page) == size:
+            yield page
+            page = []
+    if page:
+        yield page
+
+
+def _known(url: str | None, version: int, ids: list[int]) -> Known:
+    """The stored ``(text hash, encoder vector)`` under ``version`` of each of ``ids``, in
+    order (None where it has none)."""
+    if url is None:
+        raise ValueError("reusing stored encoder vectors needs the database's url")
+    with transaction(worker_factory(url)) as session:
+        rows = embeddings_of(session=session, version=version, article_ids=ids)
+    stored = {r.id: (r.text_hash, r.embedding) for r in rows if r.embedding is not None}
+    return [stored.get(i) for i in ids]
 
 
 def partition_df(stats: Iterable[tuple[int, TextStats]]) -> Iterator[tuple[str, int]]:

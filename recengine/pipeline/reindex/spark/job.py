@@ -48,6 +48,7 @@ from recengine.pipeline.reindex.versions import (
     drop_stale_versions,
     fill_missing,
     fit_params,
+    reusable_version,
 )
 from recengine.storage.db import transaction
 from recengine.storage.rows.features import save_model
@@ -102,7 +103,7 @@ def spark_reindex(
         fill_cards_on(spark, factory, url, settings, compute.settings_blob(settings))
         words = discover(factory, featurizer)  # the driver reads the sample a local run reads
         run.use_words(words)  # for the missing articles and the catch-up computed here
-        model, version = _fit_and_write(
+        model, version, encoded = _fit_and_write(
             spark, factory, featurizer, url, source_input, start.seq, words
         )
         run.version = version
@@ -114,7 +115,9 @@ def spark_reindex(
             clusters=lambda index, _seq: run.dedup.cluster_all(factory, version, index),
         )
     reason = f"{len(filled)} articles missing from the input computed locally" if filled else ""
-    return ReindexResult(version, model.n_docs, len(model.df), caught_up, reason=reason)
+    return ReindexResult(
+        version, model.n_docs, len(model.df), caught_up, reason=reason, encoded=encoded
+    )
 
 
 def _fit_and_write(
@@ -125,8 +128,11 @@ def _fit_and_write(
     source_input: SparkInput,
     start_seq: int,
     words: Words,
-) -> tuple[IdfModel, int]:
-    """Steps 2 and 3: model fitted and saved, features written."""
+) -> tuple[IdfModel, int, int | None]:
+    """Steps 2 and 3: model fitted and saved, features written; returns the model, its
+    version and how many texts the executors encoded (None with the encoder off): the
+    others kept the vectors stored under the active version (``versions.reusable_version``).
+    """
     from pyspark import StorageLevel
 
     settings = featurizer.settings
@@ -137,7 +143,13 @@ def _fit_and_write(
         rows = source.from_export(spark, source_input.path, url)
     if settings.spark.partitions:
         rows = rows.repartition(settings.spark.partitions)
-    stats = rows.mapPartitions(lambda part: compute.analyze_partition(blob, words, part))
+    reuse = reusable_version(factory, featurizer)
+    # counted where each partition is analysed; the analysis is persisted below, so computed
+    # once (an executor lost meanwhile would count its partitions again)
+    encoded = spark.sparkContext.accumulator(0)
+    stats = rows.mapPartitions(
+        lambda part: compute.analyze_partition(blob, words, part, url, reuse, encoded)
+    )
     stats.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         partitions = max(1, stats.getNumPartitions())
@@ -163,4 +175,4 @@ def _fit_and_write(
         shared.destroy()
     finally:
         stats.unpersist()
-    return model, version
+    return model, version, (int(encoded.value) if featurizer.encodes else None)
