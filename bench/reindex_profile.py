@@ -31,12 +31,12 @@ from bench.cli_run import load, write_jsonl
 from bench.corpus import long_mix, real_docs, resample_mixed
 
 STEPS = (
-    ("reindex.py", "_pass1"),
-    ("reindex.py", "_pass2"),
-    ("reindex.py", "_spooled_passages"),
+    ("full.py", "_pass1"),
+    ("full.py", "_pass2"),
+    ("full.py", "_spooled_passages"),
     ("switch.py", "switch_to"),
     ("passages.py", "build"),
-    ("dedup.py", "_leaders"),
+    ("upkeep.py", "_leaders"),
     ("featurize.py", "compared_of"),
     ("compare.py", "clean_parts"),
     ("compare.py", "compared"),

@@ -305,7 +305,7 @@ class Deduplicator:
 
         Args:
             many: computes what is compared of a block's texts at once (the reindex's pool
-                when it has several workers; ``judging.BlockTexts``).
+                when it has several workers; ``verify.BlockTexts``).
             kept: what is compared of texts already (a reindex's pass 1 fills it), and where
                 the pass keeps what it compares; a store of ``reindex.kept_compared_mb`` when
                 omitted.

@@ -86,7 +86,7 @@ class Spooled:
         df: the batch's document frequencies, term -> articles containing it.
         compared: what the near-duplicate decision compares of each text, in order, when the
             parent asked for it in memory (not spooled: handed to the leader pass,
-            ``judging.KeptTexts``).
+            ``text.neardup.kept.KeptTexts``).
         spilled: where the same lies on disk, when the parent asked for it spilled
             (``pipeline.reindex.spill``: the file's path, and each text's place in it, in order).
     """

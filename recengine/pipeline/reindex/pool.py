@@ -219,7 +219,7 @@ class AnalysisPool:
     def compared_many(self, items: Sequence[tuple[str, str]]) -> list[Compared]:
         """:meth:`Featurizer.compared` of ``(title, content)`` pairs read from SQL, split
         across the workers, in order: the texts a block of the reindex's leader pass may
-        verify (``judging.BlockTexts``), which its parent would otherwise clean and shingle
+        verify (``verify.BlockTexts``), which its parent would otherwise clean and shingle
         alone while the workers idle."""
         if not self.parallel or len(items) < 2:
             return self._featurizer().compared_many(items)

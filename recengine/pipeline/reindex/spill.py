@@ -80,7 +80,7 @@ def remove_spills(folder: Path) -> None:
 class SpilledTexts:
     """A :class:`~recengine.pipeline.clusters.verify.KeptTexts` store (what was compared, in memory)
     and what pass 1 spilled to disk past its budget, by ``(article id, seq)``: the leader
-    pass's store of compared texts (``judging.Kept``). What the pass compares itself goes to
+    pass's store of compared texts (``verify.Kept``). What the pass compares itself goes to
     memory; a text spilled at another ``seq`` (changed since pass 1 read it) is not used.
 
     Close it (or use it as a context manager): the files are removed.
