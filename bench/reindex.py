@@ -85,26 +85,32 @@ def local_run(settings: Settings, factory: Any, workers: int) -> float:
     return seconds
 
 
-def spark_run(settings: Settings, factory: Any, master: str) -> float:
+def spark_reindexed(settings: Settings, factory: Any, master: str) -> tuple[Any, float, float]:
+    """A full reindex on Spark ``master`` (JVM start included): ``(result, wall seconds, CPU
+    seconds of this process tree, the JVM and its workers included)``."""
     from recengine.pipeline.reindex.spark.job import spark_reindex
     from recengine.pipeline.reindex.spark.session import spark_session
 
-    featurizer = Featurizer(settings)
     start, cpu = time.perf_counter(), cpu_seconds()
     spark, _ = spark_session(settings.spark, master)
     try:
         result = spark_reindex(
             spark=spark,
             factory=factory,
-            featurizer=featurizer,
+            featurizer=Featurizer(settings),
             url=settings.resolved_database_url,
         )
-        CPU[f"spark {master}"] = cpu_seconds() - cpu  # the JVM and workers are still alive
+        used = cpu_seconds() - cpu  # the JVM and workers are still alive
     finally:
         spark.stop()
-    seconds = time.perf_counter() - start
+    return result, time.perf_counter() - start, used
+
+
+def spark_run(settings: Settings, factory: Any, master: str) -> float:
+    result, seconds, used = spark_reindexed(settings, factory, master)
+    CPU[f"spark {master}"] = used
     print(
-        f"  spark {master}: {seconds:.1f} s, JVM start included, CPU {CPU[f'spark {master}']:.1f}"
+        f"  spark {master}: {seconds:.1f} s, JVM start included, CPU {used:.1f}"
         f" s ({result.n_docs} docs), load {os.getloadavg()[0]:.1f}",
         flush=True,
     )

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, delete, func, insert, select, update
+from sqlalchemy import Row, Select, delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from recengine.storage.models import Article, ArticleFeatures, IdfModelRow, ModelPart
@@ -60,22 +60,8 @@ def embeddings_after(
     """``(article_id, text_hash, embedding)`` of the live articles with ``after_id < id <=
     upto_id`` that have an encoder vector under ``version`` (the article's text hash is what
     the vector's text is checked against before a reindex reuses it)."""
-    return list(
-        session.execute(
-            select(Article.id, Article.text_hash, ArticleFeatures.embedding)
-            .join(
-                ArticleFeatures,
-                (ArticleFeatures.article_id == Article.id)
-                & (ArticleFeatures.model_version == version),
-            )
-            .where(
-                Article.id > after_id,
-                Article.id <= upto_id,
-                Article.deleted_at.is_(None),
-                ArticleFeatures.embedding.is_not(None),
-            )
-        ).all()
-    )
+    where = (Article.id > after_id, Article.id <= upto_id)
+    return list(session.execute(_embeddings(version).where(*where)).all())
 
 
 def embeddings_of(
@@ -85,22 +71,21 @@ def embeddings_of(
     repartition shuffles), by ``IN`` lists."""
     out: list[Row[int, str, bytes | None]] = []
     for chunk in in_chunks(article_ids):
-        out.extend(
-            session.execute(
-                select(Article.id, Article.text_hash, ArticleFeatures.embedding)
-                .join(
-                    ArticleFeatures,
-                    (ArticleFeatures.article_id == Article.id)
-                    & (ArticleFeatures.model_version == version),
-                )
-                .where(
-                    Article.id.in_(chunk),
-                    Article.deleted_at.is_(None),
-                    ArticleFeatures.embedding.is_not(None),
-                )
-            ).all()
-        )
+        out.extend(session.execute(_embeddings(version).where(Article.id.in_(chunk))).all())
     return out
+
+
+def _embeddings(version: int) -> Select[int, str, bytes | None]:
+    """``(article_id, text_hash, embedding)`` of live articles with an encoder vector under
+    ``version``."""
+    return (
+        select(Article.id, Article.text_hash, ArticleFeatures.embedding)
+        .join(
+            ArticleFeatures,
+            (ArticleFeatures.article_id == Article.id) & (ArticleFeatures.model_version == version),
+        )
+        .where(Article.deleted_at.is_(None), ArticleFeatures.embedding.is_not(None))
+    )
 
 
 def save_model(
