@@ -1,6 +1,7 @@
 """What every related list and feed shares, from candidates to items.
 
-:mod:`.params` validates filters; :mod:`.blend` ranks candidates of both sources;
+:mod:`.params` validates filters; :mod:`.query` is the article a related list is about;
+:mod:`.blend` ranks candidates of both sources;
 :mod:`.criterion` decides which candidates are one article; :mod:`.suppress` walks a ranked
 list keeping one of each (:mod:`.curation`: the editors' overrides as a list sees them);
 :mod:`.listing` builds items and suppressed entries from :mod:`.facts` (what is shown of
