@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recengine.index.ids import IdRows, among
+from recengine.index.ids import IdRows, among, sorted_find
 from recengine.index.related import scoring
+from recengine.index.related import segment as segment_module
 from recengine.index.related.scoring import segment_sums
 from recengine.index.related.segment import (
     NO_DATE,
@@ -394,3 +395,23 @@ def test_among_is_numpys_isin(values: list[int], others: list[int], seed: int) -
     rng.shuffle(a)
     rng.shuffle(b)
     assert among(a, b).tolist() == np.isin(a, b).tolist()
+
+
+def test_a_segments_term_columns_are_the_binary_searchs_and_the_last_queries_are_held(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``Segment.columns``: each query's columns as a search of the terms gives them, asked
+    again from what is held (the same array), never more than ``COLUMNS_HELD`` queries."""
+    monkeypatch.setattr(segment_module, "COLUMNS_HELD", 2)
+    seg = build_segment(random_rows(3, 40), 10_000)
+    rng = np.random.default_rng(3)
+    queries = [
+        np.concatenate((rng.choice(seg.terms, 5), np.array([1, 2**63 + 5], np.uint64)))
+        for _ in range(4)
+    ]
+    for q in queries:
+        got = seg.columns(q)
+        assert got.tolist() == sorted_find(seg.terms, q).tolist()
+        assert seg.columns(q.copy()) is got  # held: equal hashes, another array
+        assert len(seg._columns) <= 2
+    assert seg.columns(queries[0]).tolist() == sorted_find(seg.terms, queries[0]).tolist()

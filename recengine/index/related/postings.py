@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from recengine.index.ids import sorted_find
 from recengine.index.related.scoring import segment_sums, sum_by_id
 from recengine.index.related.segment import F32, I64, U64, Segment, ranges
 
@@ -116,7 +115,7 @@ def _locate(seg: Segment, q_hashes: U64) -> tuple[I64, I64]:
     if not len(seg.terms):
         zeros = np.zeros(len(q_hashes), np.int64)
         return zeros, zeros
-    pos = sorted_find(seg.terms, q_hashes)
+    pos = seg.columns(q_hashes)
     known = pos >= 0
     return (
         np.where(known, seg.post_indptr[pos], 0),

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from recengine.index.ids import among, sorted_find
+from recengine.index.ids import among
 from recengine.index.related.postings import (
     F64,
     Bools,
@@ -261,7 +261,7 @@ def exact_dot(seg: Segment, rows: npt.NDArray[np.integer], q_hashes: U64, q_weig
         return np.zeros(0, np.float64)
     if not len(seg.terms) or not len(q_hashes):
         return np.zeros(len(rows), np.float64)
-    pos = sorted_find(seg.terms, q_hashes)
+    pos = seg.columns(q_hashes)
     known = pos >= 0
     dots: F64 = row_dots(
         np.asarray(seg.vec_indptr, np.int64),
