@@ -11,7 +11,8 @@ dictionary (``word_tag_tab``), tags runs of ASCII letters and digits ``eng`` and
 ``x``, whatever the context. :class:`Tokenizer` does that same lookup on the words ``cut`` returns,
 which is 3.5x cheaper than asking rjieba to tag, and caches the verdict per distinct word.
 ``tests/text/test_tokenize_backends.py`` checks that the result equals jieba ``posseg`` + the filter
-on every real text of ``tests/data``, for both backends. With HMM on, words come from the
+on the real texts of ``tests/data`` (a sample holding every kind of text and character they
+have: its ``sampled_texts``), for both backends. With HMM on, words come from the
 backend's own tagger (slower; the two backends then differ on unknown words).
 
 A :class:`Tokenizer` is built once by :func:`build_tokenizer` (loading a dictionary takes about a
