@@ -17,8 +17,8 @@ from recengine.pipeline.featurize import Featurizer
 from recengine.recommend.lists.curation import Curation
 from recengine.recommend.lists.facts import facts_of
 from recengine.recommend.lists.listing import Texts
-from recengine.recommend.lists.suppress import Picked
 from recengine.recommend.lists.query import load_query
+from recengine.recommend.lists.suppress import Picked
 from recengine.recommend.signals.fallback import Anchor, Need, fill
 from recengine.storage.db import transaction
 from recengine.storage.rows.feedback import add_counts, article_ids
