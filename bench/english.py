@@ -44,8 +44,9 @@ def bbc_news() -> list[Doc] | None:
     for category in sorted(p for p in root.iterdir() if p.is_dir()):
         for f in sorted(category.glob("*.txt")):
             title, _, body = f.read_bytes().decode("latin-1").strip().partition("\n")
-            docs.append(Doc(f"bbc/{category.name}/{f.stem}", title.strip(), body.strip(),
-                            category.name, ()))
+            docs.append(
+                Doc(f"bbc/{category.name}/{f.stem}", title.strip(), body.strip(), category.name, ())
+            )
     return docs
 
 

@@ -286,9 +286,11 @@ def main() -> None:
         rated = lee()
         if args.only in (None, "lee") and rated is not None:
             (docs, ratings), background = rated, lee_background()
-            print(f"\nhuman similarity (Lee et al. 2005, {len(docs)} news documents, "
-                  f"{len(docs) * (len(docs) - 1) // 2} rated pairs; + {len(background)} background "
-                  "documents indexed): Pearson r")
+            print(
+                f"\nhuman similarity (Lee et al. 2005, {len(docs)} news documents, "
+                f"{len(docs) * (len(docs) - 1) // 2} rated pairs; + {len(background)} background "
+                "documents indexed): Pearson r"
+            )
             for part, r in human_similarity(table, docs, background, ratings, over).items():
                 print(f"  {part:<40} {r:>7.4f}")
     finally:

@@ -127,8 +127,11 @@ def run_size(n: int, queries: int, exact_queries: int) -> None:
             f"{dense['dims']}, {per} bytes per article in memory (float32 rows"
             f"{', float16 IVF lists and ids' if ivf else ''}; {'IVF' if ivf else 'flat'} FAISS"
             f" index), index arrays {dense.get('bytes', 0) / n:.0f} B per article"
-            + (f", SQL + {2 * 512} B per article (the stored encoder vector)"
-               if settings.dense.encoder == "use" else "")
+            + (
+                f", SQL + {2 * 512} B per article (the stored encoder vector)"
+                if settings.dense.encoder == "use"
+                else ""
+            )
         )
         measure_queries(settings, index, factory, snap, n, queries, exact_queries)
 

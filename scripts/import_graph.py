@@ -125,13 +125,12 @@ def main() -> None:
                         if (t == c or t.startswith(c + ".")) and c != n:
                             inner[n].add(c)
         lines = sum(known[n].read_text().count("\n") for n in files)
-        print(
-            f"{package:34} {len(files):7} {lines:6} {len(subs):10} "
-            f"{levels(children, inner):6}"
-        )
+        print(f"{package:34} {len(files):7} {lines:6} {len(subs):10} {levels(children, inner):6}")
     found = cycles(edges)
-    print(f"\nmodules {len(known)}, imports {sum(len(e) for e in edges.values())}, "
-          f"cycles {len(found)}")
+    print(
+        f"\nmodules {len(known)}, imports {sum(len(e) for e in edges.values())}, "
+        f"cycles {len(found)}"
+    )
     for component in found:
         print("  cycle:", ", ".join(component))
 

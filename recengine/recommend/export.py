@@ -192,4 +192,3 @@ def _remove(path: Path) -> int:
     except FileNotFoundError:
         return 0
     return 1
-

@@ -76,8 +76,15 @@ class Ranking:
         named = [
             (n, getattr(self, n))
             for n in (
-                "k", "min_score", "candidates", "half_life_days", "diversity", "min_items",
-                "engagement_weight", "coread_weight", "explore_share",
+                "k",
+                "min_score",
+                "candidates",
+                "half_life_days",
+                "diversity",
+                "min_items",
+                "engagement_weight",
+                "coread_weight",
+                "explore_share",
             )
         ]
         out = [f"{n}={v:g}" for n, v in named if v is not None]

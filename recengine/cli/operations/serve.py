@@ -113,9 +113,7 @@ def _origin(listener: Any) -> str:
     return f"http://{_display(host)}:{port}"
 
 
-def check_ports(
-    host: str, port: int, *, example_site: bool = False, wait: float = 0.0
-) -> None:
+def check_ports(host: str, port: int, *, example_site: bool = False, wait: float = 0.0) -> None:
     """Fail at once, with the fix, when a port is taken (gunicorn would retry for seconds and
     say less), after waiting up to ``wait`` seconds for it to be released: a server stopped or
     killed a moment ago may still hold it (its workers answering their last requests).

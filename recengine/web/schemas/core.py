@@ -526,6 +526,7 @@ def _build_models(settings: Settings) -> Models:
 
     def listed(name: str) -> Any:
         return Field(default_factory=list, max_length=values, description=FILTER_HELP[name])
+
     # refuses unknown fields, or (ingest.extra_fields = "report") leaves them out, listed; and
     # a record over ingest.max_record_bytes, as a file's is (web.max_body_bytes bounds the body)
     record = limited_record(settings.ingest.extra_fields, settings.ingest.max_record_bytes)
