@@ -282,8 +282,11 @@ class ReaderFeeds:
         ids = slate.all_ids()
         shown = facts.briefs(ids)
         items = []
-        # the items of each interest, explained together against it (``SharedTerms``)
-        explained: dict[int, tuple[Interest, list[Reasons], list[Item]]] = {}
+        # each interest's items, explained together against it: by interest, its reasons and
+        # their items' vectors (``SharedTerms.assign``)
+        interests: dict[int, Interest] = {}
+        explained: dict[int, list[Reasons]] = {}
+        vectors: dict[int, list[Item]] = {}
         for entry in slate.kept[offset:]:
             row = shown.get(entry.id)
             if row is None:
@@ -304,15 +307,14 @@ class ReaderFeeds:
                 reasons["freshness"] = round(factor, 4)
             if entry.pinned:
                 reasons["pinned"] = True
-            group = explained.setdefault(id(entry.interest), (entry.interest, [], []))
-            group[1].append(reasons)
-            group[2].append((hashes, weights, factor or 1.0))
+            key = id(entry.interest)
+            interests[key] = entry.interest
+            explained.setdefault(key, []).append(reasons)
+            vectors.setdefault(key, []).append((hashes, weights, factor or 1.0))
             items.append(item(row, entry.score, reasons))
         limit = self.settings.related.explain_terms
-        for interest, reasons_of, vectors in explained.values():
-            terms = SharedTerms(interest.vector).of_items(vectors, limit)
-            for reasons, shared in zip(reasons_of, terms, strict=True):
-                reasons["shared_terms"] = shared
+        for key, interest in interests.items():
+            SharedTerms(interest.vector).assign(explained[key], vectors[key], limit)
         external = {i: row.external_id for i, row in shown.items()}
         cuts = [(s.id, s.reason) for s in slate.suppressed if s.kept_before >= offset]
         suppressed = cut_entries(facts, cuts, external)

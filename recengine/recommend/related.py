@@ -378,10 +378,8 @@ class RelatedArticles:
             explained.append(reasons)
             vectors.append((*snap.view.vector(int(hits.part[i]), int(hits.row[i])), scale))
             items.append(item(row, float(hits.scores[i]), reasons))
-        limit = self.settings.related.explain_terms
-        terms = SharedTerms(query.vector, query.names).of_items(vectors, limit)
-        for reasons, shared in zip(explained, terms, strict=True):
-            reasons["shared_terms"] = shared
+        explain = SharedTerms(query.vector, query.names)
+        explain.assign(explained, vectors, self.settings.related.explain_terms)
         return items
 
     def reasons(

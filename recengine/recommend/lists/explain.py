@@ -10,6 +10,7 @@ import numpy.typing as npt
 
 from recengine.features.tfidf import SparseVector
 from recengine.index.ids import sorted_find
+from recengine.recommend.lists.reasons import Reasons
 
 # positions in the query vector -> their terms (a vector held by hashes only names its terms
 # when asked: ``index.vocabulary``)
@@ -77,3 +78,9 @@ class SharedTerms:
         ]
         ends = np.cumsum([len(rows) for rows in shown]).tolist()
         return [pairs[e - len(rows) : e] for rows, e in zip(shown, ends, strict=True)]
+
+    def assign(self, reasons: Sequence[Reasons], items: Sequence[Item], limit: int) -> None:
+        """Set the ``shared_terms`` of each of ``reasons`` to its item's (:meth:`of_items`):
+        a page's reasons are made item by item, their shared terms then found together."""
+        for each, terms in zip(reasons, self.of_items(items, limit), strict=True):
+            each["shared_terms"] = terms
