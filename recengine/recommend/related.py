@@ -60,25 +60,21 @@ from sqlalchemy.orm import Session
 
 from recengine.config import Settings
 from recengine.derived.rows import label_hash, label_hashes
-from recengine.index.briefs import Brief
 from recengine.index.related.view import Hits, RowFilter
 from recengine.recommend.lists.blend import dense_query, ranked
 from recengine.recommend.lists.criterion import DuplicateCriterion
 from recengine.recommend.lists.curation import Curation, OverridePresence, concat
-from recengine.recommend.lists.explain import Item, SharedTerms
 from recengine.recommend.lists.facts import Facts, facts_of
 from recengine.recommend.lists.listing import (
     Texts,
-    cut_entries,
     hit_vectors,
     hits_in_order,
-    item,
     to_row_filter,
     with_clusters,
 )
+from recengine.recommend.lists.page import Explaining, Shown, page_body, under_floor
 from recengine.recommend.lists.params import Filters, check_id, check_int
 from recengine.recommend.lists.query import Query, load_query, query_dense
-from recengine.recommend.lists.reasons import Reasons
 from recengine.recommend.lists.suppress import Picked, pick
 from recengine.recommend.live import LiveIndex, Snapshot, search_params
 from recengine.recommend.ranking import Ranking, Variants, blend
@@ -198,7 +194,18 @@ class RelatedArticles:
             snap.view, hits, picked, params.diversity, params.diversity_candidates, pins_kept
         )
         filled = self._filled(session, lists, hits, picked, row_filter)
-        body = self._body(lists, filled, offset, k, ranked)
+        shown = Shown(
+            snap=snap,
+            query=query,
+            facts=facts,
+            hits=filled.hits,
+            picked=filled.picked,
+            n_pinned=len(pinned),
+            source=filled.source,
+            factors=ranked.factors,
+            given=ranked.gave,
+        )
+        body = page_body(shown, offset, k, Explaining(r.dense_weight, r.explain_terms))
         body["floor"] = {"min_score": floor, "dropped": dropped}
         body["variant"] = ranking.name
         return Answer(body, snap.version, snap.seq)
@@ -328,86 +335,6 @@ class RelatedArticles:
                 return picked
             window = min(len(hits), window * GROWTH)
 
-    def _body(
-        self, lists: _Lists, filled: Filled, offset: int, k: int, ranked: _Ranked
-    ) -> dict[str, Any]:
-        """The body of the page ``offset .. offset + k``: what each item shows, and its
-        explanation, computed for the page's items only."""
-        query, hits, picked = lists.query, filled.hits, filled.picked
-        page = picked.kept[offset : offset + k]
-        shown = [s for s in picked.suppressed if offset <= s.kept_before < offset + k]
-        ids = [int(hits.ids[i]) for i in page] + [int(hits.ids[s.position]) for s in shown]
-        facts = lists.facts.briefs(ids + [s.duplicate_of for s in shown])
-        external = {i: row.external_id for i, row in facts.items()}
-        external[query.id] = query.external_id
-        items = self._items(lists, filled, page, facts, ranked)
-        cuts = [(int(hits.ids[s.position]), s.reason) for s in shown]
-        suppressed = cut_entries(lists.facts, cuts, external)
-        return {"article": query.external_id, "items": items, "suppressed": suppressed}
-
-    def _items(
-        self,
-        lists: _Lists,
-        filled: Filled,
-        page: list[int],
-        facts: dict[int, Brief],
-        ranked: _Ranked,
-    ) -> list[dict[str, Any]]:
-        """The page's items (positions ``page`` of the hits) with their reasons; the shared
-        terms of all of them found together (``SharedTerms.of_items``)."""
-        snap, query, n_pinned, hits = lists.snap, lists.query, len(lists.pinned), filled.hits
-        items: list[dict[str, Any]] = []
-        explained: list[Reasons] = []  # the items' reasons, their shared terms set below
-        vectors: list[Item] = []
-        for i in page:
-            row = facts.get(int(hits.ids[i]))
-            if row is None:  # deleted since the index caught up
-                continue
-            if i in filled.source:
-                same = bool(query.category) and row.category == query.category
-                items.append(item(row, 0.0, {"fallback": filled.source[i], "same_category": same}))
-                continue
-            # NaN: a pin, scored by the TF-IDF cosine alone (curation.concat)
-            dense = None if hits.dense is None or np.isnan(hits.dense[i]) else float(hits.dense[i])
-            factor = ranked.factors.get(int(hits.ids[i])) if i >= n_pinned else None
-            reasons, scale = self.reasons(query, row, dense=dense, factor=factor)
-            if i < n_pinned:
-                reasons["pinned"] = True
-            else:
-                reasons.update(ranked.gave.get(int(hits.ids[i]), {}))
-            explained.append(reasons)
-            vectors.append((*snap.view.vector(int(hits.part[i]), int(hits.row[i])), scale))
-            items.append(item(row, float(hits.scores[i]), reasons))
-        explain = SharedTerms(query.vector, query.names)
-        explain.assign(explained, vectors, self.settings.related.explain_terms)
-        return items
-
-    def reasons(
-        self,
-        query: Query,
-        row: Brief,
-        dense: float | None = None,
-        factor: float | None = None,
-    ) -> tuple[Reasons, float]:
-        """The explanation of one item but its shared terms, and the scale of their shares:
-        the dense part's share (``dense``: None when the list has no dense part), shared
-        category and tags, and the freshness factor the score was multiplied by (``factor``:
-        None when it was not decayed; the shares are then scaled by it, so that they still add
-        up to the score). The shared terms of a page's items are found together
-        (``SharedTerms.of_items``) and set under ``shared_terms``, which comes first."""
-        r = self.settings.related
-        tags = [t for t in (row.tags or ()) if t in query.tags]
-        scale = (1.0 if dense is None else 1.0 - r.dense_weight) * (factor or 1.0)
-        reasons: Reasons = {
-            "shared_terms": [],
-            "dense": 0.0 if dense is None else round(dense, 6),
-            "same_category": bool(query.category) and row.category == query.category,
-            "shared_tags": tags,
-        }
-        if factor is not None:
-            reasons["freshness"] = round(factor, 4)
-        return reasons, scale
-
 
 @dataclass(frozen=True)
 class _Lists:
@@ -450,21 +377,3 @@ def pinned_hits(snap: Snapshot, query: Query, curation: Curation, row_filter: Ro
     editor's order."""
     pins = [a for a in curation.pins if a != query.id]
     return hits_in_order(snap, pins, query.vector.hashes, query.vector.weights, row_filter)
-
-
-def under_floor(
-    hits: Hits, picked: Picked, floor: float, offset: int, k: int, exempt: int = 0
-) -> tuple[Picked, int]:
-    """``picked`` without what scores below ``floor`` (except the first ``exempt`` hits: the
-    pins), and how many of the page's places (``offset`` .. ``offset + k``) that left empty. A
-    canonical standing in for its copy is held to the copy's score (its place)."""
-    if floor <= 0:
-        return picked, 0
-    scores = hits.scores
-    kept = [i for i in picked.kept if i < exempt or scores[picked.place_of(i)] >= floor]
-    page = len(picked.kept[offset : offset + k])
-    suppressed = [
-        s for s in picked.suppressed if s.position < exempt or scores[s.position] >= floor
-    ]
-    stands_for = {c: p for c, p in picked.stands_for.items() if c in kept}
-    return Picked(kept, suppressed, stands_for), page - len(kept[offset : offset + k])

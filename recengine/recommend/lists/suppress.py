@@ -66,7 +66,7 @@ class Picked:
     kept: list[int] = field(default_factory=list)  # positions, best first
     suppressed: list[Suppressed] = field(default_factory=list)
     # a canonical's position -> the position of the copy whose place it took (prefer_canonical):
-    # the place is the copy's, so is the floor it is held to (``recommend.related.under_floor``)
+    # the place is the copy's, so is the floor it is held to (``recommend.lists.page.under_floor``)
     stands_for: dict[int, int] = field(default_factory=dict)
 
     def place_of(self, position: int) -> int:
