@@ -9,5 +9,6 @@
 * :mod:`.briefs`: what a list shows of each article and its cluster, with :mod:`.vocabulary`
   (term names by hash), so a list reads no SQL;
 * what every derived index shares: :mod:`.follower` (kept in step with SQL), :mod:`.kind`,
-  :mod:`.container` (the file format), :mod:`.layered` (main + delta segments), :mod:`.ids`.
+  :mod:`.container` (the file format), :mod:`.layered` (main + delta segments), :mod:`.ids`,
+  :mod:`.held` (what the read path computes once, bounded).
 """

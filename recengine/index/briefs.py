@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from recengine.index.container import Arrays
+from recengine.index.held import Held
 from recengine.index.ids import IdRows
 from recengine.index.vocabulary import Vocabulary, build_vocabulary, vocabulary_from_arrays
 
@@ -117,7 +118,7 @@ class Briefs:
     size: int | None = field(default=None, repr=False)
     # main-part records decoded already, by row: shared by the briefs made from these by
     # :meth:`with_changes` (the same main part), emptied past :data:`DECODED_HELD`
-    decoded: dict[int, Brief] = field(default_factory=dict, repr=False)
+    decoded: Held[int, Brief] = field(default_factory=lambda: Held(DECODED_HELD), repr=False)
     _rows: IdRows = field(init=False, repr=False)
     _size: int = field(init=False, repr=False)
 
@@ -147,14 +148,11 @@ class Briefs:
         row = self._row(article_id)
         if row < 0:
             return None
-        found = self.decoded.get(row)
-        if found is None:
-            record = self.blob[self.offsets[row] : self.offsets[row + 1]]
-            found = decode(article_id, record.data, int(self.clusters[row]))
-            if len(self.decoded) >= DECODED_HELD:
-                self.decoded.clear()
-            self.decoded[row] = found
-        return found
+        return self.decoded.get(row, lambda: self._decode(article_id, row))
+
+    def _decode(self, article_id: int, row: int) -> Brief:
+        record = self.blob[self.offsets[row] : self.offsets[row + 1]]
+        return decode(article_id, record.data, int(self.clusters[row]))
 
     def many(self, article_ids: Iterable[int]) -> dict[int, Brief]:
         """The briefs of those of ``article_ids`` that are live, by id."""
