@@ -194,18 +194,8 @@ class RelatedArticles:
             snap.view, hits, picked, params.diversity, params.diversity_candidates, pins_kept
         )
         filled = self._filled(session, lists, hits, picked, row_filter)
-        shown = Shown(
-            snap=snap,
-            query=query,
-            facts=facts,
-            hits=filled.hits,
-            picked=filled.picked,
-            n_pinned=len(pinned),
-            source=filled.source,
-            factors=ranked.factors,
-            given=ranked.gave,
-        )
-        body = page_body(shown, offset, k, Explaining(r.dense_weight, r.explain_terms))
+        explaining = Explaining(r.dense_weight, r.explain_terms)
+        body = page_body(_shown(lists, filled, ranked), offset, k, explaining)
         body["floor"] = {"min_score": floor, "dropped": dropped}
         body["variant"] = ranking.name
         return Answer(body, snap.version, snap.seq)
@@ -370,6 +360,22 @@ class _Ranked:
     picked: Picked
     factors: dict[int, float]
     gave: Gave
+
+
+def _shown(lists: _Lists, filled: Filled, ranked: _Ranked) -> Shown:
+    """What the list's page is made from: its hits, the fallback's included, and what the
+    signals did to them."""
+    return Shown(
+        snap=lists.snap,
+        query=lists.query,
+        facts=lists.facts,
+        hits=filled.hits,
+        picked=filled.picked,
+        n_pinned=len(lists.pinned),
+        source=filled.source,
+        factors=ranked.factors,
+        given=ranked.gave,
+    )
 
 
 def pinned_hits(snap: Snapshot, query: Query, curation: Curation, row_filter: RowFilter) -> Hits:
