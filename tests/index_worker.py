@@ -7,10 +7,10 @@ writes sync them inside their transactions, as in a server) and runs the operati
 sent; the answers of ``sync``, ``rollback`` and ``stats`` are by kind.
 
 A process serves one test after another (``open`` ... ``close``): a spawned interpreter's
-imports and dictionary load cost about a second of CPU, and the module's 20 tests started 40 of
-them. Each ``open`` builds the engine, follower, deduplicator and ingester anew from the test's
-settings; only the tokenizer is kept, as a server process keeps its one tokenizer
-(``web.services``) across requests.
+imports and dictionary load cost about a second of CPU, and two a test added up. Each ``open``
+builds the engine, followers, deduplicator and ingester anew from the test's settings; only the
+tokenizer is kept, as a server process keeps its one tokenizer (``web.services``) across
+requests.
 """
 
 from __future__ import annotations
