@@ -1,19 +1,22 @@
-"""A separate process holding one follower of a derived index kind, driven over a pipe.
+"""A separate process holding followers of derived index kinds, driven over a pipe.
 
 Used by ``tests/index/test_index_conformance.py``: two of these play two server processes. Each
-holds the follower of one kind (for the near-duplicate candidate kinds, radius and passages,
-the one its ingester's clusters use, so writes sync it inside their transactions) and runs
-the operations it is sent.
+holds a follower of every kind it is opened with (for the near-duplicate candidate kinds,
+radius and passages, and the canonicals' index, the ones its ingester's clusters use, so
+writes sync them inside their transactions, as in a server) and runs the operations it is
+sent; the answers of ``sync``, ``rollback`` and ``stats`` are by kind.
 
 A process serves one test after another (``open`` ... ``close``): a spawned interpreter's
-imports and dictionary load cost about a second of CPU, and the module's 20 tests started 40 of
-them. Each ``open`` builds the engine, follower, deduplicator and ingester anew from the test's
-settings; only the tokenizer is kept, as a server process keeps its one tokenizer
-(``web.services``) across requests.
+imports and dictionary load cost about a second of CPU, and two a test added up. Each ``open``
+builds the engine, followers, deduplicator and ingester anew from the test's settings; only the
+tokenizer is kept, as a server process keeps its one tokenizer (``web.services``) across
+requests.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection
 from typing import Any
@@ -58,45 +61,54 @@ def serve(conn: Connection) -> None:
             if op == "stop":
                 break
             assert op == "open", f"expected open, got {op}"
-            overrides, kind = args
+            overrides, kinds = args
             settings = load_settings(overrides)
             key = settings.tokenizer.model_dump_json()
             if key not in tokenizers:
                 tokenizers[key] = build_tokenizer(settings.tokenizer)
-            follow(conn, settings, kind, Featurizer(settings, tokenizers[key]))
+            follow(conn, settings, kinds, Featurizer(settings, tokenizers[key]))
     finally:
         conn.close()
 
 
-def follow(conn: Connection, settings: Settings, kind: str, featurizer: Featurizer) -> None:
-    """Hold a new follower of ``kind`` and run operations from ``conn`` on it until
+def follow(
+    conn: Connection, settings: Settings, kinds: Sequence[str], featurizer: Featurizer
+) -> None:
+    """Hold a new follower of each of ``kinds`` and run operations from ``conn`` on them until
     ``("close",)``; answer each with its result (``close`` once all is released)."""
     engine = make_engine(settings.resolved_database_url)
     factory = make_session_factory(engine)
-    follower = followers(settings)[kind]
+    every = followers(settings)
+    held = {kind: every[kind] for kind in kinds}
     # the candidate indexes of clusters, and the canonicals' one
     sources = {"neardup": "index", "passages": "passages", "canonicals": "canonicals"}
-    dedup = Deduplicator(settings, **({sources[kind]: follower} if kind in sources else {}))
+    dedup = Deduplicator(settings, **{sources[k]: f for k, f in held.items() if k in sources})
     ingester = Ingester(factory, featurizer, dedup=dedup)
 
-    def sync() -> dict[str, bytes]:
+    def sync() -> dict[str, dict[str, bytes]]:
         with transaction(factory) as session:
-            assert follower.sync(SqlIndexRows(session)) is not None
-        return canonical(follower)
+            for follower in held.values():
+                assert follower.sync(SqlIndexRows(session)) is not None
+        return {kind: canonical(follower) for kind, follower in held.items()}
 
-    def rollback(external_id: str) -> bool:
-        """Delete an article in a transaction the index syncs with, then roll it back."""
+    def rollback(external_id: str) -> dict[str, bool]:
+        """Delete an article in a transaction the indexes sync with, then roll it back."""
         try:
-            with follower.pending(), transaction(factory) as session:
+            with ExitStack() as pending:
+                for follower in held.values():
+                    pending.enter_context(follower.pending())
+                session = pending.enter_context(transaction(factory))
                 state = begin_write(session=session)
                 article = get_article(session=session, external_id=external_id)
                 if article is not None:
                     now = datetime.now(UTC)
                     soft_delete(session=session, article_id=article.id, seq=state.seq, now=now)
-                follower.sync(SqlIndexRows(session))
+                for follower in held.values():
+                    follower.sync(SqlIndexRows(session))
                 raise Rollback
         except Rollback:
-            return follower.held is None  # forgotten: it held a change that never happened
+            # forgotten: each held a change that never happened
+            return {kind: follower.held is None for kind, follower in held.items()}
 
     ops = {
         "ingest": lambda records: ingester.ingest_records(records).inserted,
@@ -104,7 +116,7 @@ def follow(conn: Connection, settings: Settings, kind: str, featurizer: Featuriz
         "reindex": lambda: reindex(factory=factory, featurizer=featurizer, dedup=dedup).version,
         "rollback": rollback,
         "sync": sync,
-        "stats": lambda: follower.stats.__dict__,
+        "stats": lambda: {kind: follower.stats.__dict__ for kind, follower in held.items()},
     }
     try:
         while True:

@@ -59,12 +59,29 @@ class Judge:
         self.calls += 1
         return self.edge(a, b) if self.ok(a, b) else None
 
+    def edges(self, pairs: list[tuple[int, int]]) -> list[Edge]:
+        """``edge`` of each of ``pairs`` (smaller id first) that is ``ok``, in their order: the
+        same arithmetic on arrays (the big clique's ~720,000 pairs one by one took ~3 s; a
+        difference from ``verify``'s edges would fail the tests, never pass them)."""
+        both = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+        lo, hi = both[:, 0], both[:, 1]
+        ok = (lo * 1_000_003 + hi * 7_919 + self.seed) % 10 >= self.fail
+        lo, hi = lo[ok], hi[ok]
+        prints = np.zeros(max(self.fps, default=0) + 1, np.uint64)  # by id
+        prints[list(self.fps)] = list(self.fps.values())
+        distance = np.bitwise_count(prints[lo] ^ prints[hi]).tolist()
+        score = (1.0 - (lo + hi) % 7 / 10).tolist()
+        return [
+            Edge(a, b, d, s, "rule")
+            for a, b, d, s in zip(lo.tolist(), hi.tolist(), distance, score, strict=True)
+        ]
+
 
 def reference(
     ids: list[int], fps: dict[int, int], ranks: dict[int, Rank], k: int, extra: set, judge: Judge
 ) -> list[Member]:
     """Every pair within ``k`` (brute force) or in ``extra``, verified, then ``assign``."""
-    edges = [judge.edge(a, b) for a, b in candidate_pairs(ids, fps, k, extra) if judge.ok(a, b)]
+    edges = judge.edges(candidate_pairs(ids, fps, k, extra))
     return assign({i: ranks[i] for e in edges for i in (e.a, e.b)}, edges)
 
 
@@ -74,12 +91,14 @@ def candidate_pairs(
     """Every pair within ``k`` (brute force) or in ``extra``, sorted, smaller id first."""
     arr = np.array([fps[i] for i in ids], dtype=np.uint64)
     idx = np.array(ids, dtype=np.int64)
-    pairs = set(extra)
+    found = [np.array(sorted(extra), dtype=np.int64).reshape(-1, 2)]
     for row in range(len(ids)):
-        near = np.flatnonzero(np.bitwise_count(arr[row + 1 :] ^ arr[row]) <= k) + row + 1
-        a = int(idx[row])
-        pairs |= {(min(a, int(b)), max(a, int(b))) for b in idx[near].tolist()}
-    return sorted(pairs)
+        near = idx[np.flatnonzero(np.bitwise_count(arr[row + 1 :] ^ arr[row]) <= k) + row + 1]
+        found.append(np.stack([np.minimum(near, idx[row]), np.maximum(near, idx[row])], 1))
+    both = np.concatenate(found)
+    span = int(both.max(initial=0)) + 1
+    keys = np.unique(both[:, 0] * span + both[:, 1])  # sorted by (smaller, larger)
+    return list(zip((keys // span).tolist(), (keys % span).tolist(), strict=True))
 
 
 def pass_input(

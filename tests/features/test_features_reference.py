@@ -52,6 +52,7 @@ from tests.text.test_tokenize_backends import real_texts
 _ENG = re.compile(r"^[a-zA-Z0-9]+$")
 _LETTER = "A-Za-z0-9\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u03ff\u0400-\u04ff\u1e00-\u1eff"
 _FOREIGN_ENG = re.compile(rf"^[{_LETTER}]+$")  # words Tokenizer.cut keeps whole
+_COUNTED: dict[tuple[Tokenizer, str], dict[str, int]] = {}  # Reference.counts, by tokenizer, text
 
 
 class Reference:
@@ -67,9 +68,14 @@ class Reference:
         return "eng" if tag == "x" and _FOREIGN_ENG.match(word) else tag
 
     def counts(self, text: str) -> dict[str, int]:
-        tok = self.tokenizer
-        kept = (tok.keep(w, self.tag(w)) for w in tok.cut(text))
-        return dict(Counter(k for k in kept if k))
+        """The text's term counts, once per text and tokenizer in the module: both tests count
+        the real texts of tests/data (~2 s of CPU)."""
+        key = (self.tokenizer, text)
+        if key not in _COUNTED:
+            tok = self.tokenizer
+            kept = (tok.keep(w, self.tag(w)) for w in tok.cut(text))
+            _COUNTED[key] = dict(Counter(k for k in kept if k))
+        return dict(_COUNTED[key])
 
     def vector(self, counts: Mapping[str, int], model: IdfModel) -> SparseVector:
         f = self.settings.features
