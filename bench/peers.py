@@ -205,12 +205,15 @@ class Lists:
         # gives them (``web.native_threads``, set before the clock starts): unlimited, FAISS's
         # second OpenMP thread spun beside each scan (CPU 8.4 ms per list against 5.3 of wall)
         limiter = self._limited() if name == "recengine" else None
-        # the process's CPU: bm25s's numpy retrieval works on threads of its own as well
-        wall, cpu = time.perf_counter(), time.process_time()
-        found = ask(r)
-        self.times[name].append(Timed(time.perf_counter() - wall, time.process_time() - cpu, ""))
-        if limiter is not None:
-            limiter.restore_original_limits()
+        try:
+            # the process's CPU: bm25s's numpy retrieval works on threads of its own as well
+            wall, cpu = time.perf_counter(), time.process_time()
+            found = ask(r)
+            elapsed = Timed(time.perf_counter() - wall, time.process_time() - cpu, "")
+        finally:
+            if limiter is not None:
+                limiter.restore_original_limits()
+        self.times[name].append(elapsed)
         return found
 
     def _limited(self) -> Any:
