@@ -202,6 +202,9 @@ def site(
 class Console:
     errors: list[str] = field(default_factory=list)
     page_errors: list[str] = field(default_factory=list)
+    # every request of the page as it went: what a failure message shows of a request that
+    # never reached a server (a beacon, say) or failed on the way
+    network: list[str] = field(default_factory=list)
 
     def watch(self, page: Page) -> Page:
         def on_console(message: ConsoleMessage) -> None:
@@ -210,6 +213,12 @@ class Console:
 
         page.on("console", on_console)
         page.on("pageerror", lambda exc: self.page_errors.append(str(exc)))
+        page.on("request", lambda r: self.network.append(f"sent {r.method} {r.url}"))
+        page.on("response", lambda r: self.network.append(f"{r.status} {r.request.method} {r.url}"))
+        page.on(
+            "requestfailed",
+            lambda r: self.network.append(f"failed {r.method} {r.url}: {r.failure}"),
+        )
         return page
 
 
